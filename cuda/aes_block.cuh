@@ -1,0 +1,166 @@
+// aes_block.cuh - the AES rounds and the per-block work of each mode, written
+// once as __host__ __device__ code: the kernels run it on the GPU and the
+// CPU self-test runs the very same code against reference vectors.
+//
+// State convention (as OpenSSL's aes_core.c): a 16-byte block is four
+// big-endian 32-bit columns s0..s3.  Memory is read as little-endian words
+// ("raw" words), hence the byte swaps at the edges.
+//
+// Table access goes through an accessor object Tab with
+//   uint32_t word(uint32_t x)  : Te0[x] (encryption) or Td0[x] (decryption), x < 256
+//   uint32_t isbox(uint32_t x) : InvSbox[x] as 0..255 (decryption last round)
+// The GPU accessor reads the bank-conflict-free replicated shared-memory
+// copies (aes_kernels.cu); the host accessor reads aes_tables.cuh directly.
+#ifndef GPUAES_AES_BLOCK_CUH
+#define GPUAES_AES_BLOCK_CUH
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define GPUAES_HD __host__ __device__ __forceinline__
+#define GPUAES_HDC __host__ __device__ constexpr
+#else
+#define GPUAES_HD inline
+#define GPUAES_HDC constexpr
+#endif
+
+namespace gpuaes {
+
+// Modes as the kernels see them (one kernel instantiation each).
+enum KMode : int { KM_ECB_ENC = 0, KM_ECB_DEC, KM_CTR128, KM_CTR32, KM_CBC_DEC, KM_CFB_DEC, KM_COUNT };
+
+GPUAES_HDC bool kmode_decrypts(int m) { return m == KM_ECB_DEC || m == KM_CBC_DEC; }
+
+// Everything a kernel needs besides its buffers; passed by value so every
+// round-key read is a uniform constant-bank operand.
+struct KParams {
+    uint32_t rk[60];    // round keys, 4*(rounds+1) used (enc or equivalent-inverse dec)
+    uint32_t iv_be[4];  // CTR: counter of block 0 of this launch, as 4 big-endian columns
+    uint32_t iv_raw[4]; // CBC/CFB: ciphertext block preceding block 0, raw words
+};
+
+GPUAES_HD uint32_t ror32(uint32_t x, int n)
+{
+#if defined(__CUDA_ARCH__)
+    return __funnelshift_r(x, x, n);
+#else
+    return (x >> n) | (x << ((32 - n) & 31));
+#endif
+}
+
+GPUAES_HD uint32_t bswap32(uint32_t x)
+{
+#if defined(__CUDA_ARCH__)
+    return __byte_perm(x, 0, 0x0123);
+#else
+    return __builtin_bswap32(x);
+#endif
+}
+
+// Te1..Te3 are Te0 rotated right by 8, 16, 24 bits (likewise Td1..Td3).
+template <int NR, class Tab>
+GPUAES_HD void encrypt_cols(uint32_t &s0, uint32_t &s1, uint32_t &s2, uint32_t &s3,
+                            const uint32_t *rk, const Tab &T)
+{
+    s0 ^= rk[0]; s1 ^= rk[1]; s2 ^= rk[2]; s3 ^= rk[3];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int r = 1; r < NR; ++r) {
+        const uint32_t t0 = T.word(s0 >> 24) ^ ror32(T.word((s1 >> 16) & 0xff), 8) ^
+                            ror32(T.word((s2 >> 8) & 0xff), 16) ^ ror32(T.word(s3 & 0xff), 24) ^ rk[4 * r + 0];
+        const uint32_t t1 = T.word(s1 >> 24) ^ ror32(T.word((s2 >> 16) & 0xff), 8) ^
+                            ror32(T.word((s3 >> 8) & 0xff), 16) ^ ror32(T.word(s0 & 0xff), 24) ^ rk[4 * r + 1];
+        const uint32_t t2 = T.word(s2 >> 24) ^ ror32(T.word((s3 >> 16) & 0xff), 8) ^
+                            ror32(T.word((s0 >> 8) & 0xff), 16) ^ ror32(T.word(s1 & 0xff), 24) ^ rk[4 * r + 2];
+        const uint32_t t3 = T.word(s3 >> 24) ^ ror32(T.word((s0 >> 16) & 0xff), 8) ^
+                            ror32(T.word((s1 >> 8) & 0xff), 16) ^ ror32(T.word(s2 & 0xff), 24) ^ rk[4 * r + 3];
+        s0 = t0; s1 = t1; s2 = t2; s3 = t3;
+    }
+    // Last round: Te0[x] = {2s, s, s, 3s}, so the S-box byte s is bits 8..15
+    // and 16..23 of Te0[x]: take it from there instead of a separate table.
+    const uint32_t *k = rk + 4 * NR;
+    const uint32_t t0 = ((T.word(s0 >> 24) << 8) & 0xff000000u) ^ (T.word((s1 >> 16) & 0xff) & 0x00ff0000u) ^
+                        (T.word((s2 >> 8) & 0xff) & 0x0000ff00u) ^ ((T.word(s3 & 0xff) >> 8) & 0xffu) ^ k[0];
+    const uint32_t t1 = ((T.word(s1 >> 24) << 8) & 0xff000000u) ^ (T.word((s2 >> 16) & 0xff) & 0x00ff0000u) ^
+                        (T.word((s3 >> 8) & 0xff) & 0x0000ff00u) ^ ((T.word(s0 & 0xff) >> 8) & 0xffu) ^ k[1];
+    const uint32_t t2 = ((T.word(s2 >> 24) << 8) & 0xff000000u) ^ (T.word((s3 >> 16) & 0xff) & 0x00ff0000u) ^
+                        (T.word((s0 >> 8) & 0xff) & 0x0000ff00u) ^ ((T.word(s1 & 0xff) >> 8) & 0xffu) ^ k[2];
+    const uint32_t t3 = ((T.word(s3 >> 24) << 8) & 0xff000000u) ^ (T.word((s0 >> 16) & 0xff) & 0x00ff0000u) ^
+                        (T.word((s1 >> 8) & 0xff) & 0x0000ff00u) ^ ((T.word(s2 & 0xff) >> 8) & 0xffu) ^ k[3];
+    s0 = t0; s1 = t1; s2 = t2; s3 = t3;
+}
+
+// Equivalent inverse cipher: rk is the decryption schedule (enc round keys
+// in reverse order, InvMixColumns applied to rounds 1..NR-1), as OpenSSL.
+template <int NR, class Tab>
+GPUAES_HD void decrypt_cols(uint32_t &s0, uint32_t &s1, uint32_t &s2, uint32_t &s3,
+                            const uint32_t *rk, const Tab &T)
+{
+    s0 ^= rk[0]; s1 ^= rk[1]; s2 ^= rk[2]; s3 ^= rk[3];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int r = 1; r < NR; ++r) {
+        const uint32_t t0 = T.word(s0 >> 24) ^ ror32(T.word((s3 >> 16) & 0xff), 8) ^
+                            ror32(T.word((s2 >> 8) & 0xff), 16) ^ ror32(T.word(s1 & 0xff), 24) ^ rk[4 * r + 0];
+        const uint32_t t1 = T.word(s1 >> 24) ^ ror32(T.word((s0 >> 16) & 0xff), 8) ^
+                            ror32(T.word((s3 >> 8) & 0xff), 16) ^ ror32(T.word(s2 & 0xff), 24) ^ rk[4 * r + 1];
+        const uint32_t t2 = T.word(s2 >> 24) ^ ror32(T.word((s1 >> 16) & 0xff), 8) ^
+                            ror32(T.word((s0 >> 8) & 0xff), 16) ^ ror32(T.word(s3 & 0xff), 24) ^ rk[4 * r + 2];
+        const uint32_t t3 = T.word(s3 >> 24) ^ ror32(T.word((s2 >> 16) & 0xff), 8) ^
+                            ror32(T.word((s1 >> 8) & 0xff), 16) ^ ror32(T.word(s0 & 0xff), 24) ^ rk[4 * r + 3];
+        s0 = t0; s1 = t1; s2 = t2; s3 = t3;
+    }
+    const uint32_t *k = rk + 4 * NR;
+    const uint32_t t0 = (T.isbox(s0 >> 24) << 24) ^ (T.isbox((s3 >> 16) & 0xff) << 16) ^
+                        (T.isbox((s2 >> 8) & 0xff) << 8) ^ T.isbox(s1 & 0xff) ^ k[0];
+    const uint32_t t1 = (T.isbox(s1 >> 24) << 24) ^ (T.isbox((s0 >> 16) & 0xff) << 16) ^
+                        (T.isbox((s3 >> 8) & 0xff) << 8) ^ T.isbox(s2 & 0xff) ^ k[1];
+    const uint32_t t2 = (T.isbox(s2 >> 24) << 24) ^ (T.isbox((s1 >> 16) & 0xff) << 16) ^
+                        (T.isbox((s0 >> 8) & 0xff) << 8) ^ T.isbox(s3 & 0xff) ^ k[2];
+    const uint32_t t3 = (T.isbox(s3 >> 24) << 24) ^ (T.isbox((s2 >> 16) & 0xff) << 16) ^
+                        (T.isbox((s1 >> 8) & 0xff) << 8) ^ T.isbox(s0 & 0xff) ^ k[3];
+    s0 = t0; s1 = t1; s2 = t2; s3 = t3;
+}
+
+// One 16-byte block j of a launch.  cur = raw words of in[j]; prev = raw
+// words of in[j-1] (CBC/CFB only; the caller passes p.iv_raw for j == 0).
+// Writes the raw words of out[j].
+template <int NR, int MODE, class Tab>
+GPUAES_HD void process_block(uint32_t j, const uint32_t cur[4], const uint32_t prev[4],
+                             const KParams &p, const Tab &T, uint32_t out[4])
+{
+    uint32_t s0, s1, s2, s3;
+    if (MODE == KM_ECB_ENC || MODE == KM_ECB_DEC || MODE == KM_CBC_DEC) {
+        s0 = bswap32(cur[0]); s1 = bswap32(cur[1]); s2 = bswap32(cur[2]); s3 = bswap32(cur[3]);
+    } else if (MODE == KM_CFB_DEC) {
+        s0 = bswap32(prev[0]); s1 = bswap32(prev[1]); s2 = bswap32(prev[2]); s3 = bswap32(prev[3]);
+    } else if (MODE == KM_CTR128) {
+        // 128-bit big-endian counter + j with full carry (wraps mod 2^128).
+        s3 = p.iv_be[3] + j;
+        uint32_t c = s3 < j;
+        s2 = p.iv_be[2] + c; c = s2 < c;
+        s1 = p.iv_be[1] + c; c = s1 < c;
+        s0 = p.iv_be[0] + c;
+    } else { // KM_CTR32: GCM inc32, only the last column counts (mod 2^32)
+        s0 = p.iv_be[0]; s1 = p.iv_be[1]; s2 = p.iv_be[2];
+        s3 = p.iv_be[3] + j;
+    }
+
+    if (kmode_decrypts(MODE)) decrypt_cols<NR>(s0, s1, s2, s3, p.rk, T);
+    else                      encrypt_cols<NR>(s0, s1, s2, s3, p.rk, T);
+
+    s0 = bswap32(s0); s1 = bswap32(s1); s2 = bswap32(s2); s3 = bswap32(s3);
+    if (MODE == KM_ECB_ENC || MODE == KM_ECB_DEC) {
+        out[0] = s0; out[1] = s1; out[2] = s2; out[3] = s3;
+    } else if (MODE == KM_CBC_DEC) {
+        out[0] = s0 ^ prev[0]; out[1] = s1 ^ prev[1]; out[2] = s2 ^ prev[2]; out[3] = s3 ^ prev[3];
+    } else { // CTR and CFB decrypt: keystream xor input
+        out[0] = s0 ^ cur[0]; out[1] = s1 ^ cur[1]; out[2] = s2 ^ cur[2]; out[3] = s3 ^ cur[3];
+    }
+}
+
+} // namespace gpuaes
+
+#endif

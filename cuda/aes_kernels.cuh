@@ -1,0 +1,24 @@
+// aes_kernels.cuh - host-side entry points of the AES kernels (aes_kernels.cu).
+#ifndef GPUAES_AES_KERNELS_CUH
+#define GPUAES_AES_KERNELS_CUH
+
+#include <cstdint>
+#include <cuda_runtime_api.h>
+
+#include "aes_block.cuh"
+
+namespace gpuaes {
+
+// Per-device launch configuration (block size, persistent grid size) for
+// every kernel; call once, with the device current, before launch_kernel().
+cudaError_t kernels_init(int sm_count);
+
+// Enqueues one kernel on `stream`: nblocks 16-byte blocks from din to dout
+// (distinct device buffers).  mode is a KMode, rounds 10/12/14.  Returns the
+// launch status (cudaGetLastError() after the launch).
+cudaError_t launch_kernel(int mode, int rounds, const KParams &p, const void *din, void *dout,
+                          uint32_t nblocks, cudaStream_t stream);
+
+} // namespace gpuaes
+
+#endif

@@ -1,0 +1,210 @@
+// device.cu - choosing the GPU: lazy thread-safe init, environment switches,
+// fork safety, and the description string.
+//
+// Fork: CUDA cannot be used in a child forked after the parent initialised
+// it (the driver state is not duplicated; calls may fail or hang).  A
+// pthread_atfork child handler, registered when the library is loaded,
+// records whether this process had touched CUDA; if so the child never makes
+// another CUDA call and reports no GPU.  If not, the child may initialise on
+// its own.  The handler also re-creates our locks, since a parent thread may
+// have held one at fork() time and no such thread exists in the child.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <pthread.h>
+
+#include <cuda_runtime.h>
+
+#include "aes_kernels.cuh"
+#include "gpu_state.h"
+#include "gpuaes_gpu.h"
+
+namespace gpuaes {
+namespace {
+
+constexpr const char kForkMsg[] = "CUDA was initialised before fork(); this child process uses the CPU";
+
+pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
+std::atomic<bool> g_init_done{false};
+std::atomic<bool> g_cuda_touched{false};     // a CUDA call was made (or begun) in this process
+std::atomic<bool> g_child_after_cuda{false}; // we are a child forked after that
+std::atomic<bool> g_exiting{false};          // the exit-time release ran
+std::atomic<bool> g_atfork_registered{false};
+std::atomic<bool> g_broken_claimed{false};
+std::atomic<const char *> g_broken_desc{nullptr};
+
+// Written by do_init() under g_init_lock before g_init_done is published.
+bool g_usable = false;
+int g_device = 0;
+Fault g_fault = Fault::none;
+char g_desc[256] = "no usable GPU: not initialised";
+char g_broken_buf[256];
+
+void on_fork_child()
+{
+    if (g_cuda_touched.load()) g_child_after_cuda.store(true);
+    pthread_mutex_init(&g_init_lock, nullptr);
+    staging_atfork_child();
+}
+
+void register_atfork_once()
+{
+    bool expected = false;
+    if (g_atfork_registered.compare_exchange_strong(expected, true))
+        pthread_atfork(nullptr, nullptr, on_fork_child);
+}
+
+// Register at load time, so a fork() before the first use is covered too.
+struct AtforkAtLoad {
+    AtforkAtLoad() { register_atfork_once(); }
+} g_atfork_at_load;
+
+void at_exit_release()
+{
+    g_exiting.store(true); // new jobs get BUSY from now on
+    gpuaes_gpu_release();
+}
+
+Fault parse_fault(const char *s)
+{
+    if (s == nullptr) return Fault::none;
+    if (std::strcmp(s, "alloc") == 0) return Fault::alloc;
+    if (std::strcmp(s, "copyin") == 0) return Fault::copyin;
+    if (std::strcmp(s, "launch") == 0) return Fault::launch;
+    if (std::strcmp(s, "copyout") == 0) return Fault::copyout;
+    if (std::strcmp(s, "sync") == 0) return Fault::sync;
+    return Fault::none;
+}
+
+void do_init()
+{
+    const char *dis = std::getenv("GPUAES_DISABLE_GPU");
+    if (dis != nullptr && dis[0] != '\0' && std::strcmp(dis, "0") != 0) {
+        std::snprintf(g_desc, sizeof g_desc, "disabled by GPUAES_DISABLE_GPU");
+        return;
+    }
+    g_fault = parse_fault(std::getenv("GPUAES_FAULT"));
+
+    int dev = 0;
+    const char *ds = std::getenv("GPUAES_DEVICE");
+    if (ds != nullptr && ds[0] != '\0') {
+        char *end = nullptr;
+        const long v = std::strtol(ds, &end, 10);
+        if (*end != '\0' || v < 0 || v > 4096) {
+            std::snprintf(g_desc, sizeof g_desc, "no usable GPU: GPUAES_DEVICE=%.64s is not a device number", ds);
+            return;
+        }
+        dev = (int)v;
+    }
+
+    g_cuda_touched.store(true); // from here on a forked child must keep off CUDA
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        std::snprintf(g_desc, sizeof g_desc, "no usable GPU: %s", cudaGetErrorString(e));
+        return;
+    }
+    if (count <= 0) {
+        std::snprintf(g_desc, sizeof g_desc, "no usable GPU: no CUDA device");
+        return;
+    }
+    if (dev >= count) {
+        std::snprintf(g_desc, sizeof g_desc, "no usable GPU: GPUAES_DEVICE=%d but there %s %d CUDA device%s", dev,
+                      count == 1 ? "is" : "are", count, count == 1 ? "" : "s");
+        return;
+    }
+    cudaDeviceProp prop;
+    e = cudaGetDeviceProperties(&prop, dev);
+    if (e != cudaSuccess) {
+        std::snprintf(g_desc, sizeof g_desc, "no usable GPU: cudaGetDeviceProperties: %s", cudaGetErrorString(e));
+        return;
+    }
+    prop.name[sizeof prop.name - 1] = '\0';
+    if (prop.major * 10 + prop.minor < 75) {
+        std::snprintf(g_desc, sizeof g_desc, "no usable GPU: %s (sm_%d%d), device %d: compute capability 7.5 or newer needed",
+                      prop.name, prop.major, prop.minor, dev);
+        return;
+    }
+    e = cudaSetDevice(dev);
+    if (e == cudaSuccess) e = cudaFree(nullptr); // creates the context now, not in the first job
+    if (e != cudaSuccess) {
+        std::snprintf(g_desc, sizeof g_desc, "no usable GPU: device %d: %s", dev, cudaGetErrorString(e));
+        return;
+    }
+    e = kernels_init(prop.multiProcessorCount);
+    if (e != cudaSuccess) {
+        std::snprintf(g_desc, sizeof g_desc, "no usable GPU: %s (sm_%d%d), device %d: kernel setup: %s", prop.name,
+                      prop.major, prop.minor, dev, cudaGetErrorString(e));
+        return;
+    }
+    const double gib = (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0);
+    std::snprintf(g_desc, sizeof g_desc, "%s (sm_%d%d, %d SMs, %.0f GiB), device %d", prop.name, prop.major, prop.minor,
+                  prop.multiProcessorCount, gib, dev);
+    g_device = dev;
+    g_usable = true;
+    // Wipe the staging buffers at exit, before the CUDA runtime's own
+    // teardown (registered earlier, so it runs later).
+    std::atexit(at_exit_release);
+}
+
+void ensure_init()
+{
+    if (g_init_done.load(std::memory_order_acquire)) return;
+    register_atfork_once();
+    pthread_mutex_lock(&g_init_lock);
+    if (!g_init_done.load(std::memory_order_relaxed)) {
+        do_init();
+        g_init_done.store(true, std::memory_order_release);
+    }
+    pthread_mutex_unlock(&g_init_lock);
+}
+
+} // namespace
+
+int gpu_device() { return g_device; }
+Fault gpu_fault() { return g_fault; }
+bool cuda_forbidden() { return g_child_after_cuda.load(); }
+bool gpu_broken() { return g_broken_desc.load(std::memory_order_acquire) != nullptr; }
+
+bool error_is_fatal(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess:
+    case cudaErrorMemoryAllocation:     // out of (pinned or device) memory: try again later
+    case cudaErrorInvalidValue:
+    case cudaErrorLaunchOutOfResources:
+    case cudaErrorInvalidConfiguration:
+    case cudaErrorNotReady:
+        return false;
+    default:
+        return true; // sticky (illegal address, launch failure, ...) or unknown: stop using the GPU
+    }
+}
+
+void mark_gpu_broken(const char *why)
+{
+    bool expected = false;
+    if (!g_broken_claimed.compare_exchange_strong(expected, true)) return;
+    std::snprintf(g_broken_buf, sizeof g_broken_buf, "GPU disabled after a CUDA error: %s", why);
+    g_broken_desc.store(g_broken_buf, std::memory_order_release);
+}
+
+} // namespace gpuaes
+
+extern "C" int gpuaes_gpu_available(void)
+{
+    using namespace gpuaes;
+    if (g_child_after_cuda.load()) return 0;
+    ensure_init();
+    return g_usable && !gpu_broken() && !g_exiting.load() ? 1 : 0;
+}
+
+extern "C" const char *gpuaes_gpu_description(void)
+{
+    using namespace gpuaes;
+    if (g_child_after_cuda.load()) return kForkMsg;
+    ensure_init();
+    const char *broken = g_broken_desc.load(std::memory_order_acquire);
+    return broken != nullptr ? broken : g_desc;
+}

@@ -1,0 +1,81 @@
+/*
+ * gpuaes_gpu.h - the narrow C interface between provider/ (C11, OpenSSL-facing,
+ * no CUDA headers) and cuda/ (CUDA C++17: devices, streams, staging, kernels).
+ *
+ * The GPU layer knows AES and whole-block modes; it knows nothing of OpenSSL,
+ * padding, partial blocks or parameters.  The provider knows nothing of CUDA.
+ */
+#ifndef GPUAES_GPU_H
+#define GPUAES_GPU_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Whole-block operations the GPU performs (lengths are multiples of 16). */
+typedef enum gpuaes_op {
+    GPUAES_ECB_ENCRYPT,
+    GPUAES_ECB_DECRYPT,
+    GPUAES_CTR128,        /* out = in ^ E(ctr), 128-bit big-endian counter, full carry */
+    GPUAES_CTR32,         /* the same with GCM's inc32: only the low 32 bits count, mod 2^32 */
+    GPUAES_CBC_DECRYPT,   /* out[i] = D(in[i]) ^ in[i-1], in[-1] = iv */
+    GPUAES_CFB128_DECRYPT /* out[i] = E(in[i-1]) ^ in[i], in[-1] = iv */
+} gpuaes_op;
+
+/* Outcome of gpuaes_gpu_run(). */
+typedef enum gpuaes_status {
+    GPUAES_OK = 0,     /* everything done on the GPU */
+    GPUAES_BUSY,       /* no GPU or no free staging slot: nothing done, not an error */
+    GPUAES_FAILED      /* a CUDA call failed: job.error says which; a prefix may be done */
+} gpuaes_status;
+
+/* Expanded AES key schedules (encryption and equivalent-inverse decryption),
+ * host memory only; wiped on free. */
+typedef struct gpuaes_key gpuaes_key;
+
+/* keylen 16, 24 or 32 bytes; NULL on any other length or out of memory. */
+gpuaes_key *gpuaes_key_new(const unsigned char *key, size_t keylen);
+void gpuaes_key_free(gpuaes_key *key);
+
+typedef struct gpuaes_job {
+    gpuaes_op op;
+    const gpuaes_key *key;
+    /* In: CTR counter block of in[0], or CBC/CFB previous ciphertext block.
+     * Out: the same for in[done] (counter advanced, or last ciphertext block
+     * consumed), so the caller can finish the rest of the job elsewhere. */
+    unsigned char iv[16];
+    const unsigned char *in;
+    unsigned char *out;            /* may equal in (in place) */
+    size_t len;                    /* multiple of 16 */
+    /* Results */
+    size_t done;                   /* bytes of out[] final and correct: a prefix, multiple of 16 */
+    gpuaes_status status;
+    char error[160];               /* why, when status == GPUAES_FAILED */
+} gpuaes_job;
+
+/*
+ * Lazy, thread-safe, one-time initialisation.  Returns 1 when a usable GPU
+ * exists in this process (never in a child forked after the parent used
+ * CUDA), else 0.  Never blocks for long, never aborts.
+ */
+int gpuaes_gpu_available(void);
+
+/* Human-readable: "NVIDIA H200 (sm_90, 132 SMs, 139 GiB), device 0", or why no GPU is used. */
+const char *gpuaes_gpu_description(void);
+
+/*
+ * Runs the job through pinned staging buffers and CUDA streams.  Thread-safe;
+ * concurrent callers use separate staging slots.  Never leaves out[] in a state
+ * other than: out[0..done) correct, out[done..len) untouched.
+ */
+void gpuaes_gpu_run(gpuaes_job *job);
+
+/* Wipes and frees all staging memory (idempotent; also runs at exit). */
+void gpuaes_gpu_release(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUAES_GPU_H */

@@ -1,0 +1,423 @@
+/*
+ * cipher_block.c - ECB, CBC, CFB128 and CTR.
+ *
+ * The default provider's context (`fb`) owns the mode: padding, partial
+ * blocks, num, chaining IV, parameters, TLS.  An update that is worth it
+ * gives the GPU the whole blocks in its middle:
+ *
+ *   [head on the CPU] [whole blocks on the GPU] [tail on the CPU]
+ *
+ * and then re-initialises the fallback context with the state after those
+ * blocks (chaining block or counter, from the GPU job), so the next update,
+ * on either path, continues exactly.  If the GPU stops early, the same
+ * re-synchronisation happens at the point where it stopped.
+ */
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/params.h>
+#include <openssl/proverr.h>
+
+#include "gpuaes.h"
+
+#define BLOCK 16
+
+typedef struct block_ctx {
+    const gpuaes_prov *prov;
+    const gpuaes_variant *var;
+    const fallback_cipher *fb;
+    void *fbctx;                      /* the default provider's context */
+    gpuaes_key *gpukey;               /* made on first GPU use */
+    unsigned char key[32];            /* kept to make gpukey lazily; wiped on free */
+    int key_set;
+    int enc;
+    int pad;                          /* ECB/CBC padding, as set through params */
+    int tls;                          /* TLS record mode: everything on the fallback */
+    int track;                        /* mirror the fallback's block buffer (held) */
+    unsigned char oiv[BLOCK];         /* IV given at init: the "iv" parameter */
+    int oiv_set;
+    /* ECB and CBC: a copy of the bytes the fallback holds in its block buffer
+     * (a partial block, or the last block held back for unpadding). */
+    unsigned char held[BLOCK];
+    size_t nheld;
+} block_ctx;
+
+/* Can this context ever send work to the GPU? (CBC/CFB encryption is serial.) */
+static int gpu_capable(const block_ctx *c)
+{
+    switch (c->var->mode) {
+    case MODE_ECB: case MODE_CTR: return 1;
+    case MODE_CBC: case MODE_CFB: return !c->enc;
+    default: return 0;
+    }
+}
+
+/* ECB and CBC buffer partial blocks; decryption with padding holds back a full one. */
+static int buffers_blocks(const block_ctx *c)
+{
+    return c->var->mode == MODE_ECB || c->var->mode == MODE_CBC;
+}
+
+static size_t held_after(const block_ctx *c, size_t total)
+{
+    size_t keep = total % BLOCK;
+
+    if (keep == 0 && total > 0 && !c->enc && c->pad)
+        keep = BLOCK;
+    return keep;
+}
+
+/* Mirrors the fallback's buffer after it consumes `in` (call before it
+ * runs: in place, `in` is about to be overwritten). */
+static void track_held(block_ctx *c, const unsigned char *in, size_t inl)
+{
+    size_t keep = held_after(c, c->nheld + inl);
+
+    if (keep > inl) {                 /* old held bytes stay in front */
+        memmove(c->held, c->held + c->nheld - (keep - inl), keep - inl);
+        memcpy(c->held + keep - inl, in, inl);
+    } else if (keep > 0) {
+        memcpy(c->held, in + inl - keep, keep);
+    }
+    c->nheld = keep;
+}
+
+void *block_newctx(void *provctx, const gpuaes_variant *var)
+{
+    block_ctx *c = OPENSSL_zalloc(sizeof(*c));
+    const gpuaes_prov *prov = provctx;
+
+    if (c == NULL)
+        return NULL;
+    c->prov = prov;
+    c->var = var;
+    c->fb = var->fallback;
+    c->pad = 1;
+    c->fbctx = c->fb->newctx(prov->fallback_provctx);
+    if (c->fbctx == NULL) {
+        OPENSSL_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void block_freectx(void *vctx)
+{
+    block_ctx *c = vctx;
+
+    if (c == NULL)
+        return;
+    c->fb->freectx(c->fbctx);
+    gpuaes_key_free(c->gpukey);
+    OPENSSL_clear_free(c, sizeof(*c));
+}
+
+void *block_dupctx(void *vctx)
+{
+    const block_ctx *src = vctx;
+    block_ctx *c = OPENSSL_malloc(sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    *c = *src;
+    c->gpukey = NULL;                 /* remade on first use */
+    c->fbctx = src->fb->dupctx(src->fbctx);
+    if (c->fbctx == NULL) {
+        OPENSSL_clear_free(c, sizeof(*c));
+        return NULL;
+    }
+    return c;
+}
+
+/* Our own view of the parameters the fallback will apply (it validates them). */
+static void note_params(block_ctx *c, const OSSL_PARAM params[])
+{
+    const OSSL_PARAM *p;
+    unsigned int u;
+
+    if (params == NULL)
+        return;
+    p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_PADDING);
+    if (p != NULL && OSSL_PARAM_get_uint(p, &u))
+        c->pad = u != 0;
+    p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_TLS_VERSION);
+    if (p != NULL && OSSL_PARAM_get_uint(p, &u))
+        c->tls = u != 0;
+}
+
+static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
+                      const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[], int enc)
+{
+    OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? c->fb->einit : c->fb->dinit;
+
+    /* The fallback's "original IV" is overwritten by every re-synchronisation,
+     * so a re-init that keeps the IV (CBC/CFB restart from it) gets ours. */
+    if (iv == NULL && c->oiv_set && (c->var->mode == MODE_CBC || c->var->mode == MODE_CFB)) {
+        iv = c->oiv;
+        ivlen = BLOCK;
+    }
+    if (!init(c->fbctx, key, keylen, iv, ivlen, params))
+        return 0;
+    c->enc = enc;
+    c->nheld = 0;
+    c->track = buffers_blocks(c) && gpu_capable(c);
+    note_params(c, params);
+    if (key != NULL) {
+        memcpy(c->key, key, c->var->keylen);
+        c->key_set = 1;
+        gpuaes_key_free(c->gpukey);
+        c->gpukey = NULL;
+    }
+    if (iv != NULL && c->var->mode != MODE_ECB) {
+        memcpy(c->oiv, iv, BLOCK);
+        c->oiv_set = 1;
+    }
+    return 1;
+}
+
+int block_einit(void *vctx, const unsigned char *key, size_t keylen,
+                const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[])
+{
+    return block_init(vctx, key, keylen, iv, ivlen, params, 1);
+}
+
+int block_dinit(void *vctx, const unsigned char *key, size_t keylen,
+                const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[])
+{
+    return block_init(vctx, key, keylen, iv, ivlen, params, 0);
+}
+
+/* ---- talking to the fallback context ---- */
+
+static int fb_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
+                     const unsigned char *in, size_t inl)
+{
+    if (c->track)
+        track_held(c, in, inl);
+    return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+}
+
+static int fb_get_block(block_ctx *c, const char *key, unsigned char iv[BLOCK])
+{
+    OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(key, iv, BLOCK), OSSL_PARAM_END };
+
+    return c->fb->get_ctx_params(c->fbctx, p);
+}
+
+static int fb_get_num(block_ctx *c, unsigned int *num)
+{
+    OSSL_PARAM p[2] = { OSSL_PARAM_uint(OSSL_CIPHER_PARAM_NUM, num), OSSL_PARAM_END };
+
+    return c->fb->get_ctx_params(c->fbctx, p);
+}
+
+static int fb_set_padding(block_ctx *c, unsigned int pad)
+{
+    OSSL_PARAM p[2] = { OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, &pad), OSSL_PARAM_END };
+
+    return c->fb->set_ctx_params(c->fbctx, p);
+}
+
+/* Restart the fallback's stream at a block boundary with this chaining
+ * block / counter (empty buffer, num 0).  Keeps key, padding, direction. */
+static int fb_resync(block_ctx *c, const unsigned char iv[BLOCK])
+{
+    OSSL_FUNC_cipher_encrypt_init_fn *init = c->enc ? c->fb->einit : c->fb->dinit;
+
+    c->nheld = 0;
+    return init(c->fbctx, NULL, 0, c->var->mode == MODE_ECB ? NULL : iv,
+                c->var->mode == MODE_ECB ? 0 : BLOCK, NULL);
+}
+
+static gpuaes_op gpu_op(const block_ctx *c)
+{
+    switch (c->var->mode) {
+    case MODE_ECB: return c->enc ? GPUAES_ECB_ENCRYPT : GPUAES_ECB_DECRYPT;
+    case MODE_CBC: return GPUAES_CBC_DECRYPT;
+    case MODE_CFB: return GPUAES_CFB128_DECRYPT;
+    default: return GPUAES_CTR128;
+    }
+}
+
+/*
+ * Whole blocks in[0..len) -> out on the GPU, starting from chaining block /
+ * counter `iv`; whatever the GPU does not finish, the fallback does, after
+ * being re-synchronised to the point where the GPU stopped.  On return the
+ * fallback's state is the one after in[len] and its buffer is empty.
+ */
+static int run_blocks(block_ctx *c, unsigned char *out, const unsigned char *in, size_t len,
+                      const unsigned char iv[BLOCK])
+{
+    gpuaes_job job = { .op = gpu_op(c), .in = in, .out = out, .len = len };
+    size_t done, outl = 0;
+
+    memcpy(job.iv, iv, BLOCK);
+    if (c->gpukey == NULL)
+        c->gpukey = gpuaes_key_new(c->key, c->var->keylen);
+    job.key = c->gpukey;
+    done = job.key != NULL ? offload_run(&job) : 0;
+    if (!fb_resync(c, job.iv))
+        return 0;
+    if (done == len)
+        return 1;
+    /* Padding off: these are whole blocks in the middle of the stream. */
+    return fb_set_padding(c, 0)
+        && c->fb->update(c->fbctx, out + done, &outl, len - done, in + done, len - done)
+        && outl == len - done
+        && fb_set_padding(c, c->pad);
+}
+
+/* ECB and CBC decryption: the fallback may hold bytes from earlier updates. */
+static int update_blocks(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
+                         const unsigned char *in, size_t inl)
+{
+    size_t total = c->nheld + inl, keep = held_after(c, total);
+    size_t outlen = total - keep, first = 0, used = 0, o = 0;
+    unsigned char chain[BLOCK] = { 0 }, block[BLOCK];
+
+    if (outlen < 2 * BLOCK)           /* nothing worth a GPU job */
+        return fb_update(c, out, outl, outsize, in, inl);
+    if (outsize < outlen) {
+        ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
+        return 0;
+    }
+    if (c->var->mode == MODE_CBC && !fb_get_block(c, OSSL_CIPHER_PARAM_UPDATED_IV, chain))
+        return 0;
+    if (c->nheld > 0) {
+        /* The first output block completes what the fallback holds: do it
+         * there, restarted with padding off so it is not held back. */
+        used = BLOCK - c->nheld;
+        memcpy(block, c->held, c->nheld);
+        memcpy(block + c->nheld, in, used);
+        if (!fb_resync(c, chain) || !fb_set_padding(c, 0)
+            || !c->fb->update(c->fbctx, out, &o, BLOCK, block, BLOCK) || o != BLOCK
+            || !fb_set_padding(c, c->pad))
+            return 0;
+        memcpy(chain, block, BLOCK);
+        first = BLOCK;
+    }
+    if (!run_blocks(c, out + first, in + used, outlen - first, chain))
+        return 0;
+    /* The rest (< 1 block, or the held-back last block) waits in the fallback. */
+    if (!fb_update(c, out + outlen, &o, outsize - outlen, in + used + outlen - first, keep)
+        || o != 0)
+        return 0;
+    *outl = outlen;
+    return 1;
+}
+
+/* CTR and CFB: stream modes with a position (num) inside the current block. */
+static int update_stream(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
+                         const unsigned char *in, size_t inl)
+{
+    unsigned int num = 0;
+    size_t head, mid, o = 0;
+    unsigned char iv[BLOCK];
+
+    if (outsize < inl) {
+        ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
+        return 0;
+    }
+    if (!fb_get_num(c, &num))
+        return 0;
+    head = num % BLOCK ? BLOCK - num % BLOCK : 0;
+    if (head > inl)
+        head = inl;
+    mid = (inl - head) & ~(size_t)(BLOCK - 1);
+    if (mid < 2 * BLOCK)
+        return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+    if (head > 0 && (!c->fb->update(c->fbctx, out, &o, outsize, in, head) || o != head))
+        return 0;
+    if (!fb_get_block(c, OSSL_CIPHER_PARAM_UPDATED_IV, iv)
+        || !run_blocks(c, out + head, in + head, mid, iv))
+        return 0;
+    if (inl > head + mid
+        && (!c->fb->update(c->fbctx, out + head + mid, &o, outsize - head - mid,
+                           in + head + mid, inl - head - mid)
+            || o != inl - head - mid))
+        return 0;
+    *outl = inl;
+    return 1;
+}
+
+int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
+                 const unsigned char *in, size_t inl)
+{
+    block_ctx *c = vctx;
+
+    /* The common case first: small, serial, TLS or no GPU: the default provider as is. */
+    if (!offload_wanted(c->prov, inl) || !gpu_capable(c) || c->tls || !c->key_set || out == NULL)
+        return fb_update(c, out, outl, outsize, in, inl);
+    if (buffers_blocks(c))
+        return update_blocks(c, out, outl, outsize, in, inl);
+    return update_stream(c, out, outl, outsize, in, inl);
+}
+
+int block_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
+{
+    block_ctx *c = vctx;
+
+    c->nheld = 0;
+    return c->fb->final(c->fbctx, out, outl, outsize);
+}
+
+/* EVP_Cipher(): whole buffers, no buffering (libssl's record layer uses it). */
+int block_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
+                 const unsigned char *in, size_t inl)
+{
+    block_ctx *c = vctx;
+
+    return c->fb->cipher(c->fbctx, out, outl, outsize, in, inl);
+}
+
+int block_get_ctx_params(void *vctx, OSSL_PARAM params[])
+{
+    block_ctx *c = vctx;
+    OSSL_PARAM *p;
+
+    if (!c->fb->get_ctx_params(c->fbctx, params))
+        return 0;
+    /* "iv" is the IV given at init; the fallback's copy is our last re-sync. */
+    p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IV);
+    if (p != NULL && c->oiv_set
+        && !OSSL_PARAM_set_octet_string(p, c->oiv, BLOCK)
+        && !OSSL_PARAM_set_octet_ptr(p, c->oiv, BLOCK))
+        return 0;
+    return 1;
+}
+
+int block_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    block_ctx *c = vctx;
+
+    if (!c->fb->set_ctx_params(c->fbctx, params))
+        return 0;
+    note_params(c, params);
+    return 1;
+}
+
+const OSSL_PARAM *block_gettable_params(void *provctx)
+{
+    const gpuaes_prov *prov = provctx;
+
+    return gpuaes_variants[0].fallback->gettable_params(prov->fallback_provctx);
+}
+
+const OSSL_PARAM *block_gettable_ctx_params(void *vctx, void *provctx)
+{
+    const block_ctx *c = vctx;
+    const gpuaes_prov *prov = provctx;
+
+    return gpuaes_variants[0].fallback->gettable_ctx_params(c != NULL ? c->fbctx : NULL,
+                                                            prov->fallback_provctx);
+}
+
+const OSSL_PARAM *block_settable_ctx_params(void *vctx, void *provctx)
+{
+    const block_ctx *c = vctx;
+    const gpuaes_prov *prov = provctx;
+
+    return gpuaes_variants[0].fallback->settable_ctx_params(c != NULL ? c->fbctx : NULL,
+                                                            prov->fallback_provctx);
+}

@@ -1,0 +1,578 @@
+/*
+ * cipher_gcm.c - AES-GCM.
+ *
+ * A GCM message (IV .. final) runs on one of two engines, chosen at its first
+ * data update:
+ *  - the default provider's GCM context (`fbctx`): TLS records, messages that
+ *    start small, every message when no GPU is usable.  Its GHASH state cannot
+ *    be exported, so a message that started there finishes there.
+ *  - gpuaes's own GCM (`g`): counter, partial block and lengths are ours; the
+ *    keystream comes from the GPU (CTR32 kernel) for large pieces and from the
+ *    default provider's AES-ECB for small ones, so later updates may switch
+ *    freely.  GHASH stays in OpenSSL: a second default-provider GCM context
+ *    (`ghctx`, same key and IV) is fed AAD || pad || ciphertext as AAD; its tag
+ *    differs from the real one only in the length block, which final corrects:
+ *    tag = tag' ^ (L ^ L') * H.  Everything is duplicable (dupctx).
+ */
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/params.h>
+#include <openssl/proverr.h>
+
+#include "gpuaes.h"
+#include "gcm_math.h"
+
+#define BLOCK 16
+#define AAD_STASH 256                 /* AAD kept while the engine is undecided */
+#define GCM_MAX_DATA ((1ULL << 36) - 32)   /* SP 800-38D's limit on one message */
+
+typedef enum { MSG_FALLBACK, MSG_UNDECIDED, MSG_GPU } msg_engine;
+
+typedef struct gcm_ctx {
+    const gpuaes_prov *prov;
+    const gpuaes_variant *var;
+    const fallback_cipher *fb;        /* default provider's AES-GCM */
+    const fallback_cipher *ecb;       /* default provider's AES-ECB of the same key size */
+    void *fbctx;
+    int enc;
+    int tls;                          /* TLS params seen: records stay on the fallback */
+    unsigned char key[32];
+    int key_set;
+    unsigned char iv[128];
+    size_t ivlen;
+    int iv_set;
+    msg_engine msg;
+    unsigned char aad[AAD_STASH];     /* AAD of an undecided message, not yet in ghctx */
+    size_t naad;
+    int aad_in_ghctx;                 /* ghctx has seen (some of) this message's AAD */
+    unsigned char tag[BLOCK];         /* decrypt: expected; encrypt: computed at final */
+    size_t taglen;
+    /* gpuaes's own GCM engine (msg == MSG_GPU) */
+    struct {
+        void *ghctx;                  /* default GCM used as GHASH over AAD||pad||C */
+        void *ecbctx;                 /* default AES-ECB: H and CPU keystream */
+        gpuaes_key *gpukey;
+        int keyed;                    /* aux contexts hold the current key */
+        unsigned char h[BLOCK];
+        unsigned char ctr[BLOCK];     /* counter block of the next keystream block */
+        unsigned char ek[BLOCK];      /* keystream of the current partial block */
+        size_t mres;                  /* bytes of ek used */
+        unsigned long long aadlen, datalen;
+        int finished;
+    } g;
+} gcm_ctx;
+
+static const fallback_cipher *ecb_of(const gpuaes_variant *var)
+{
+    /* The table lists ECB first with the same key size order: 128, 192, 256. */
+    for (size_t v = 0; v < gpuaes_variant_count; v++)
+        if (gpuaes_variants[v].mode == MODE_ECB && gpuaes_variants[v].keylen == var->keylen)
+            return gpuaes_variants[v].fallback;
+    return NULL;
+}
+
+void *gcm_newctx(void *provctx, const gpuaes_variant *var)
+{
+    gcm_ctx *c = OPENSSL_zalloc(sizeof(*c));
+    const gpuaes_prov *prov = provctx;
+
+    if (c == NULL)
+        return NULL;
+    c->prov = prov;
+    c->var = var;
+    c->fb = var->fallback;
+    c->ecb = ecb_of(var);
+    c->fbctx = c->fb->newctx(prov->fallback_provctx);
+    if (c->fbctx == NULL || c->ecb == NULL) {
+        c->fb->freectx(c->fbctx);
+        OPENSSL_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void free_engine(gcm_ctx *c)
+{
+    if (c->g.ghctx != NULL)
+        c->fb->freectx(c->g.ghctx);
+    if (c->g.ecbctx != NULL)
+        c->ecb->freectx(c->g.ecbctx);
+    gpuaes_key_free(c->g.gpukey);
+}
+
+void gcm_freectx(void *vctx)
+{
+    gcm_ctx *c = vctx;
+
+    if (c == NULL)
+        return;
+    c->fb->freectx(c->fbctx);
+    free_engine(c);
+    OPENSSL_clear_free(c, sizeof(*c));
+}
+
+void *gcm_dupctx(void *vctx)
+{
+    const gcm_ctx *src = vctx;
+    gcm_ctx *c = OPENSSL_malloc(sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    *c = *src;
+    c->g.gpukey = NULL;               /* remade on first use */
+    c->g.ghctx = src->g.ghctx != NULL ? src->fb->dupctx(src->g.ghctx) : NULL;
+    c->g.ecbctx = src->g.ecbctx != NULL ? src->ecb->dupctx(src->g.ecbctx) : NULL;
+    c->fbctx = src->fb->dupctx(src->fbctx);
+    if (c->fbctx == NULL || (src->g.ghctx != NULL && c->g.ghctx == NULL)
+        || (src->g.ecbctx != NULL && c->g.ecbctx == NULL)) {
+        gcm_freectx(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
+{
+    const OSSL_PARAM *p;
+
+    if (params == NULL)
+        return;
+    if (OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD) != NULL
+        || OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED) != NULL
+        || OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV) != NULL) {
+        c->tls = 1;
+        c->msg = MSG_FALLBACK;
+    }
+    p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TAG);
+    if (p != NULL && p->data != NULL && p->data_size <= BLOCK) {
+        memcpy(c->tag, p->data, p->data_size);
+        c->taglen = p->data_size;
+    }
+}
+
+static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
+                    const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[], int enc)
+{
+    OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? c->fb->einit : c->fb->dinit;
+
+    if (!init(c->fbctx, key, keylen, iv, ivlen, params))
+        return 0;
+    c->enc = enc;
+    if (key != NULL) {
+        memcpy(c->key, key, c->var->keylen);
+        c->key_set = 1;
+        c->g.keyed = 0;
+        gpuaes_key_free(c->g.gpukey);
+        c->g.gpukey = NULL;
+        if ((c->msg == MSG_GPU && !c->g.finished) || c->aad_in_ghctx)
+            c->msg = MSG_FALLBACK;    /* re-keyed mid-message: the default's semantics */
+    }
+    if (iv != NULL) {
+        memcpy(c->iv, iv, ivlen);
+        c->ivlen = ivlen;
+        c->iv_set = 1;
+        c->msg = c->tls ? MSG_FALLBACK : MSG_UNDECIDED;
+        c->naad = 0;
+        c->aad_in_ghctx = 0;
+        memset(&c->g.ctr, 0, sizeof(c->g.ctr));
+        c->g.mres = 0;
+        c->g.aadlen = c->g.datalen = 0;
+        c->g.finished = 0;
+    }
+    note_params(c, params);
+    return 1;
+}
+
+int gcm_einit(void *vctx, const unsigned char *key, size_t keylen,
+              const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[])
+{
+    return gcm_init(vctx, key, keylen, iv, ivlen, params, 1);
+}
+
+int gcm_dinit(void *vctx, const unsigned char *key, size_t keylen,
+              const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[])
+{
+    return gcm_init(vctx, key, keylen, iv, ivlen, params, 0);
+}
+
+/* ---- gpuaes's own engine ---- */
+
+/* AAD (or pad, or ciphertext) into the GHASH context. */
+static int ghash(gcm_ctx *c, const unsigned char *p, size_t len)
+{
+    size_t outl;
+
+    /* The default provider wants an "output size" even for AAD. */
+    return len == 0 || c->fb->update(c->g.ghctx, NULL, &outl, len, p, len);
+}
+
+/* Keystream on the CPU: the default provider's AES-ECB over counter blocks. */
+static int cpu_keystream(gcm_ctx *c, unsigned char *ks, size_t nblocks)
+{
+    unsigned char ctrs[64 * BLOCK];
+    size_t outl;
+    int ok = 1;
+
+    while (ok && nblocks > 0) {
+        size_t n = nblocks < 64 ? nblocks : 64;
+
+        for (size_t i = 0; i < n; i++) {
+            memcpy(ctrs + i * BLOCK, c->g.ctr, BLOCK);
+            gcm_inc32(c->g.ctr, 1);
+        }
+        ok = c->ecb->update(c->g.ecbctx, ks, &outl, n * BLOCK, ctrs, n * BLOCK)
+            && outl == n * BLOCK;
+        ks += n * BLOCK;
+        nblocks -= n;
+    }
+    OPENSSL_cleanse(ctrs, sizeof(ctrs));
+    return ok;
+}
+
+static int cpu_ctr32(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len)
+{
+    unsigned char ks[16 * BLOCK];
+    int ok = 1;
+
+    while (ok && len > 0) {
+        size_t n = len < sizeof(ks) ? len : sizeof(ks);
+
+        ok = cpu_keystream(c, ks, n / BLOCK);
+        for (size_t i = 0; i < n; i++)
+            out[i] = in[i] ^ ks[i];
+        out += n;
+        in += n;
+        len -= n;
+    }
+    OPENSSL_cleanse(ks, sizeof(ks));
+    return ok;
+}
+
+/* Key the auxiliary contexts and compute H once per key. */
+static int engine_key(gcm_ctx *c)
+{
+    static const unsigned char zero[BLOCK];
+    unsigned int pad = 0;
+    OSSL_PARAM nopad[2] = { OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, &pad), OSSL_PARAM_END };
+    size_t outl;
+
+    if (c->g.keyed)
+        return 1;
+    if (c->g.ghctx == NULL && (c->g.ghctx = c->fb->newctx(c->prov->fallback_provctx)) == NULL)
+        return 0;
+    if (c->g.ecbctx == NULL && (c->g.ecbctx = c->ecb->newctx(c->prov->fallback_provctx)) == NULL)
+        return 0;
+    if (!c->ecb->einit(c->g.ecbctx, c->key, c->var->keylen, NULL, 0, nopad)
+        || !c->ecb->update(c->g.ecbctx, c->g.h, &outl, BLOCK, zero, BLOCK) || outl != BLOCK)
+        return 0;
+    c->g.keyed = 1;
+    return 1;
+}
+
+/* Start gpuaes's engine for this message: counter, GHASH context, stashed AAD. */
+static int engine_start(gcm_ctx *c)
+{
+    size_t ivlen = c->ivlen;
+    OSSL_PARAM p[2] = { OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ivlen), OSSL_PARAM_END };
+
+    if (!engine_key(c))
+        return 0;
+    if (!c->aad_in_ghctx
+        && !c->fb->einit(c->g.ghctx, c->key, c->var->keylen, c->iv, c->ivlen, p))
+        return 0;
+    if (!ghash(c, c->aad, c->naad))
+        return 0;
+    c->g.aadlen += c->naad;
+    c->naad = 0;
+    c->aad_in_ghctx = 1;
+    if (c->ivlen == 12) {
+        memcpy(c->g.ctr, c->iv, 12);
+        memset(c->g.ctr + 12, 0, 3);
+        c->g.ctr[15] = 1;
+    } else {
+        gcm_j0_from_iv(c->g.ctr, c->g.h, c->iv, c->ivlen);
+    }
+    gcm_inc32(c->g.ctr, 1);           /* J0 masks the tag; data starts at inc32(J0) */
+    c->g.mres = 0;
+    c->msg = MSG_GPU;
+    return 1;
+}
+
+/* AAD of an undecided message: stash it; too much for the stash goes to ghctx now. */
+static int undecided_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
+{
+    size_t ivlen = c->ivlen;
+    OSSL_PARAM p[2] = { OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ivlen), OSSL_PARAM_END };
+
+    if (c->naad + inl <= AAD_STASH) {
+        memcpy(c->aad + c->naad, in, inl);
+        c->naad += inl;
+        return 1;
+    }
+    if (!engine_key(c))
+        return 0;
+    if (!c->aad_in_ghctx
+        && !c->fb->einit(c->g.ghctx, c->key, c->var->keylen, c->iv, c->ivlen, p))
+        return 0;
+    c->aad_in_ghctx = 1;
+    if (!ghash(c, c->aad, c->naad) || !ghash(c, in, inl))
+        return 0;
+    c->g.aadlen += c->naad + inl;
+    c->naad = 0;
+    return 1;
+}
+
+/* Keystream XOR on gpuaes's engine: partial block, GPU for the bulk, CPU rest. */
+static int engine_crypt(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len)
+{
+    size_t head = 0, mid, done = 0;
+
+    if (c->g.mres > 0) {
+        head = BLOCK - c->g.mres < len ? BLOCK - c->g.mres : len;
+        for (size_t i = 0; i < head; i++)
+            out[i] = in[i] ^ c->g.ek[c->g.mres + i];
+        c->g.mres = (c->g.mres + head) % BLOCK;
+    }
+    out += head;
+    in += head;
+    len -= head;
+    mid = len & ~(size_t)(BLOCK - 1);
+    if (mid >= 2 * BLOCK && offload_wanted(c->prov, mid)) {
+        gpuaes_job job = { .op = GPUAES_CTR32, .in = in, .out = out, .len = mid };
+
+        if (c->g.gpukey == NULL)
+            c->g.gpukey = gpuaes_key_new(c->key, c->var->keylen);
+        job.key = c->g.gpukey;
+        memcpy(job.iv, c->g.ctr, BLOCK);
+        if (job.key != NULL) {
+            done = offload_run(&job);
+            memcpy(c->g.ctr, job.iv, BLOCK);
+        }
+        OPENSSL_cleanse(job.iv, BLOCK);
+    }
+    if (!cpu_ctr32(c, out + done, in + done, mid - done))
+        return 0;
+    out += mid;
+    in += mid;
+    len -= mid;
+    if (len > 0) {                    /* a new partial block */
+        if (!cpu_keystream(c, c->g.ek, 1))
+            return 0;
+        for (size_t i = 0; i < len; i++)
+            out[i] = in[i] ^ c->g.ek[i];
+        c->g.mres = len;
+    }
+    return 1;
+}
+
+static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t inl)
+{
+    static const unsigned char zero[BLOCK];
+
+    if (c->g.datalen == 0 && c->g.aadlen % BLOCK != 0
+        && !ghash(c, zero, BLOCK - c->g.aadlen % BLOCK))
+        return 0;
+    /* GHASH covers the ciphertext: before decrypting (in place it is overwritten), after encrypting. */
+    if (!c->enc && !ghash(c, in, inl))
+        return 0;
+    if (!engine_crypt(c, out, in, inl))
+        return 0;
+    if (c->enc && !ghash(c, out, inl))
+        return 0;
+    c->g.datalen += inl;
+    return 1;
+}
+
+static int engine_final(gcm_ctx *c)
+{
+    unsigned char tag[BLOCK], real[BLOCK], fake[BLOCK];
+    unsigned long long pad = c->g.datalen > 0 && c->g.aadlen % BLOCK ? BLOCK - c->g.aadlen % BLOCK : 0;
+    OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, BLOCK),
+                        OSSL_PARAM_END };
+    size_t outl;
+    int ok;
+
+    c->g.finished = 1;
+    if (!c->enc && c->taglen == 0)
+        return 0;                     /* as the default provider: no tag, no final */
+    if (!c->fb->final(c->g.ghctx, NULL, &outl, 0) || !c->fb->get_ctx_params(c->g.ghctx, p))
+        return 0;
+    /* ghctx hashed everything as AAD: fix its length block. */
+    gcm_len_block(real, c->g.aadlen * 8, c->g.datalen * 8);
+    gcm_len_block(fake, (c->g.aadlen + pad + c->g.datalen) * 8, 0);
+    for (int i = 0; i < BLOCK; i++)
+        real[i] ^= fake[i];
+    gf128_mul(real, c->g.h);
+    for (int i = 0; i < BLOCK; i++)
+        tag[i] ^= real[i];
+    if (c->enc) {
+        memcpy(c->tag, tag, BLOCK);
+        c->taglen = BLOCK;
+        ok = 1;
+    } else {
+        ok = CRYPTO_memcmp(tag, c->tag, c->taglen) == 0;
+    }
+    OPENSSL_cleanse(tag, sizeof(tag));
+    OPENSSL_cleanse(&c->g.ek, sizeof(c->g.ek));
+    return ok;
+}
+
+/* ---- dispatch ---- */
+
+static int gpu_possible(const gcm_ctx *c)
+{
+    return !c->tls && c->key_set && c->iv_set && gpuaes_gpu_available();
+}
+
+int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
+               const unsigned char *in, size_t inl)
+{
+    gcm_ctx *c = vctx;
+
+    switch (c->msg) {
+    case MSG_FALLBACK:
+        return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+    case MSG_UNDECIDED:
+        if (!gpu_possible(c)) {
+            c->msg = MSG_FALLBACK;
+            return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+        }
+        if (out == NULL) {            /* AAD: both engines may need it */
+            if (!c->fb->update(c->fbctx, out, outl, outsize, in, inl))
+                return 0;
+            return undecided_aad(c, in, inl);
+        }
+        if (inl == 0)
+            return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+        if (!offload_wanted(c->prov, inl)) {
+            c->msg = MSG_FALLBACK;
+            return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+        }
+        if (!engine_start(c)) {
+            ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
+            return 0;
+        }
+        /* fall through: the first data of a message on gpuaes's engine */
+    case MSG_GPU:
+        break;
+    }
+    if (c->g.finished) {
+        ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
+        return 0;
+    }
+    if (inl == 0) {
+        *outl = 0;
+        return 1;
+    }
+    if (out == NULL) {                /* AAD after data: as the default, refused */
+        if (c->g.datalen > 0 || !ghash(c, in, inl)) {
+            ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
+            return 0;
+        }
+        c->g.aadlen += inl;
+        *outl = inl;
+        return 1;
+    }
+    if (outsize < inl) {
+        ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
+        return 0;
+    }
+    if (c->g.datalen + inl > GCM_MAX_DATA || c->g.datalen + inl < c->g.datalen
+        || !engine_update(c, out, in, inl)) {
+        ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
+        return 0;
+    }
+    *outl = inl;
+    return 1;
+}
+
+int gcm_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
+{
+    gcm_ctx *c = vctx;
+
+    if (c->msg != MSG_GPU)
+        return c->fb->final(c->fbctx, out, outl, outsize);
+    if (c->g.finished)
+        return 0;
+    *outl = 0;
+    return engine_final(c);
+}
+
+/* EVP_Cipher(): in == NULL is final, out == NULL is AAD (libssl's TLS 1.2 path). */
+int gcm_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
+               const unsigned char *in, size_t inl)
+{
+    gcm_ctx *c = vctx;
+
+    if (c->msg != MSG_GPU) {
+        c->msg = MSG_FALLBACK;
+        return c->fb->cipher(c->fbctx, out, outl, outsize, in, inl);
+    }
+    if (in == NULL)
+        return gcm_final(c, out, outl, outsize);
+    return gcm_update(c, out, outl, outsize, in, inl);
+}
+
+int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
+{
+    gcm_ctx *c = vctx;
+    OSSL_PARAM *tag = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG);
+    int ok;
+
+    if (c->msg != MSG_GPU || tag == NULL)
+        return c->fb->get_ctx_params(c->fbctx, params);
+    /* The tag of a message on our engine is ours; the rest is the fallback's. */
+    if (tag->data_size == 0 || tag->data_size > BLOCK || !c->enc || !c->g.finished
+        || c->taglen == 0) {
+        ERR_raise(ERR_LIB_PROV, PROV_R_INVALID_TAG);
+        return 0;
+    }
+    if (!OSSL_PARAM_set_octet_string(tag, c->tag, tag->data_size))
+        return 0;
+    {
+        const char *key = tag->key;
+
+        tag->key = "gpuaes-tag-answered";     /* hide it from the fallback */
+        ok = c->fb->get_ctx_params(c->fbctx, params);
+        tag->key = key;
+    }
+    return ok;
+}
+
+int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    gcm_ctx *c = vctx;
+
+    if (!c->fb->set_ctx_params(c->fbctx, params))
+        return 0;
+    note_params(c, params);
+    return 1;
+}
+
+const OSSL_PARAM *gcm_gettable_params(void *provctx)
+{
+    const gpuaes_prov *prov = provctx;
+
+    return gpuaes_variants[gpuaes_variant_count - 1].fallback->gettable_params(
+        prov->fallback_provctx);
+}
+
+const OSSL_PARAM *gcm_gettable_ctx_params(void *vctx, void *provctx)
+{
+    const gcm_ctx *c = vctx;
+    const gpuaes_prov *prov = provctx;
+
+    return gpuaes_variants[gpuaes_variant_count - 1].fallback->gettable_ctx_params(
+        c != NULL ? c->fbctx : NULL, prov->fallback_provctx);
+}
+
+const OSSL_PARAM *gcm_settable_ctx_params(void *vctx, void *provctx)
+{
+    const gcm_ctx *c = vctx;
+    const gpuaes_prov *prov = provctx;
+
+    return gpuaes_variants[gpuaes_variant_count - 1].fallback->settable_ctx_params(
+        c != NULL ? c->fbctx : NULL, prov->fallback_provctx);
+}

@@ -1,0 +1,128 @@
+/*
+ * gpuaes.h - what the provider's files share.
+ *
+ * Design: each gpuaes cipher context owns a context of OpenSSL's default
+ * provider (loaded into a private library context, called through its own
+ * dispatch functions).  That "fallback" context owns the mode semantics
+ * (padding, num, chaining IV, parameters, TLS).  The GPU only ever takes
+ * whole, aligned blocks from the middle of an update; afterwards the fallback
+ * context is re-synchronised (new IV / counter), so a stream can switch
+ * between the paths on every update.
+ */
+#ifndef GPUAES_PROVIDER_H
+#define GPUAES_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <openssl/core.h>
+#include <openssl/core_dispatch.h>
+
+#include "gpuaes_gpu.h"
+
+/* The default provider's implementation of one cipher, as its dispatch table gives it. */
+typedef struct fallback_cipher {
+    const char *names;                     /* the default provider's names, aliases, OIDs */
+    OSSL_FUNC_cipher_newctx_fn *newctx;
+    OSSL_FUNC_cipher_freectx_fn *freectx;
+    OSSL_FUNC_cipher_dupctx_fn *dupctx;
+    OSSL_FUNC_cipher_encrypt_init_fn *einit;
+    OSSL_FUNC_cipher_decrypt_init_fn *dinit;
+    OSSL_FUNC_cipher_update_fn *update;
+    OSSL_FUNC_cipher_final_fn *final;
+    OSSL_FUNC_cipher_cipher_fn *cipher;
+    OSSL_FUNC_cipher_get_params_fn *get_params;
+    OSSL_FUNC_cipher_get_ctx_params_fn *get_ctx_params;
+    OSSL_FUNC_cipher_set_ctx_params_fn *set_ctx_params;
+    OSSL_FUNC_cipher_gettable_params_fn *gettable_params;
+    OSSL_FUNC_cipher_gettable_ctx_params_fn *gettable_ctx_params;
+    OSSL_FUNC_cipher_settable_ctx_params_fn *settable_ctx_params;
+} fallback_cipher;
+
+/* The modes gpuaes registers. */
+typedef enum { MODE_ECB, MODE_CBC, MODE_CFB, MODE_CTR, MODE_GCM } gpuaes_mode;
+
+/* One registered cipher variant: a line of the table in provider.c. */
+typedef struct gpuaes_variant {
+    const char *name;                      /* first name, as the default provider spells it */
+    gpuaes_mode mode;
+    size_t keylen;                         /* bytes */
+    const OSSL_DISPATCH *dispatch;         /* our implementation */
+    fallback_cipher *fallback;             /* the default provider's, resolved at load */
+} gpuaes_variant;
+
+/* Provider context: one per load of the module into a library context. */
+typedef struct gpuaes_prov {
+    const OSSL_CORE_HANDLE *handle;
+    OSSL_LIB_CTX *fallback_libctx;         /* private: holds only the default provider */
+    OSSL_PROVIDER *fallback_prov;
+    void *fallback_provctx;
+    size_t offload_min_bytes;              /* updates at least this long may go to the GPU */
+} gpuaes_prov;
+
+/* fallback.c: the default provider, loaded privately; fills each variant's
+ * fallback functions (the same for every load: they live in libcrypto). */
+int fallback_load(gpuaes_prov *prov);
+void fallback_unload(gpuaes_prov *prov);
+
+/* settings.c: knobs from openssl.cnf and the environment. */
+size_t settings_offload_min_bytes(const OSSL_CORE_HANDLE *handle,
+                                  OSSL_FUNC_core_get_params_fn *core_get_params);
+
+/* offload.c: the decision to use the GPU, and running a job with its reporting. */
+int offload_wanted(const gpuaes_prov *prov, size_t len);
+/* Runs job on the GPU; on failure records the error (queue, debug log, counter).
+ * Returns the bytes done (job->iv is the state at in + done). */
+size_t offload_run(gpuaes_job *job);
+uint64_t offload_gpu_bytes(void);
+uint64_t offload_gpu_errors(void);
+
+/* debug.c: GPUAES_DEBUG=1 logs to stderr; compiled in always, free when off. */
+void gpuaes_debug(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+int gpuaes_debug_enabled(void);
+
+/* The table in provider.c. */
+extern const gpuaes_variant gpuaes_variants[];
+extern const size_t gpuaes_variant_count;
+
+/*
+ * The two cipher families.  Everything but newctx and get_params is shared by
+ * all variants of a family; provider.c puts these into each variant's table.
+ */
+#define FAMILY_DECLARE(f)                                                     \
+    void *f##_newctx(void *provctx, const gpuaes_variant *var);               \
+    OSSL_FUNC_cipher_freectx_fn f##_freectx;                                  \
+    OSSL_FUNC_cipher_dupctx_fn f##_dupctx;                                    \
+    OSSL_FUNC_cipher_encrypt_init_fn f##_einit;                               \
+    OSSL_FUNC_cipher_decrypt_init_fn f##_dinit;                               \
+    OSSL_FUNC_cipher_update_fn f##_update;                                    \
+    OSSL_FUNC_cipher_final_fn f##_final;                                      \
+    OSSL_FUNC_cipher_cipher_fn f##_cipher;                                    \
+    OSSL_FUNC_cipher_get_ctx_params_fn f##_get_ctx_params;                    \
+    OSSL_FUNC_cipher_set_ctx_params_fn f##_set_ctx_params;                    \
+    OSSL_FUNC_cipher_gettable_params_fn f##_gettable_params;                  \
+    OSSL_FUNC_cipher_gettable_ctx_params_fn f##_gettable_ctx_params;          \
+    OSSL_FUNC_cipher_settable_ctx_params_fn f##_settable_ctx_params;
+FAMILY_DECLARE(block)
+FAMILY_DECLARE(gcm)
+
+#define FAMILY_DISPATCH(f)                                                    \
+    { OSSL_FUNC_CIPHER_FREECTX, (void (*)(void))f##_freectx },                \
+    { OSSL_FUNC_CIPHER_DUPCTX, (void (*)(void))f##_dupctx },                  \
+    { OSSL_FUNC_CIPHER_ENCRYPT_INIT, (void (*)(void))f##_einit },             \
+    { OSSL_FUNC_CIPHER_DECRYPT_INIT, (void (*)(void))f##_dinit },             \
+    { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))f##_update },                  \
+    { OSSL_FUNC_CIPHER_FINAL, (void (*)(void))f##_final },                    \
+    { OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))f##_cipher },                  \
+    { OSSL_FUNC_CIPHER_GET_CTX_PARAMS, (void (*)(void))f##_get_ctx_params },  \
+    { OSSL_FUNC_CIPHER_SET_CTX_PARAMS, (void (*)(void))f##_set_ctx_params },  \
+    { OSSL_FUNC_CIPHER_GETTABLE_PARAMS, (void (*)(void))f##_gettable_params },\
+    { OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,                                   \
+      (void (*)(void))f##_gettable_ctx_params },                              \
+    { OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,                                   \
+      (void (*)(void))f##_settable_ctx_params }
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * offload.c - when to use the GPU, and running a GPU job with its reporting:
+ * a failure goes to the OpenSSL error queue, the debug log and a counter;
+ * the caller completes the rest on the CPU.
+ */
+#include <stdatomic.h>
+#include <openssl/err.h>
+
+#include "gpuaes.h"
+
+static _Atomic uint64_t gpu_bytes;
+static _Atomic uint64_t gpu_errors;
+
+int offload_wanted(const gpuaes_prov *prov, size_t len)
+{
+    return len >= prov->offload_min_bytes && len >= 16 && gpuaes_gpu_available();
+}
+
+size_t offload_run(gpuaes_job *job)
+{
+    job->done = 0;
+    job->status = GPUAES_OK;
+    job->error[0] = '\0';
+    gpuaes_gpu_run(job);
+    atomic_fetch_add_explicit(&gpu_bytes, job->done, memory_order_relaxed);
+    switch (job->status) {
+    case GPUAES_OK:
+        break;
+    case GPUAES_BUSY:
+        gpuaes_debug("GPU busy: %zu bytes on the CPU", job->len);
+        break;
+    case GPUAES_FAILED:
+        atomic_fetch_add_explicit(&gpu_errors, 1, memory_order_relaxed);
+        ERR_raise_data(ERR_LIB_PROV, ERR_R_OPERATION_FAIL,
+                       "gpuaes: GPU failed after %zu of %zu bytes (%s); completed on the CPU",
+                       job->done, job->len, job->error);
+        gpuaes_debug("GPU failed after %zu of %zu bytes: %s; completing on the CPU",
+                     job->done, job->len, job->error);
+        break;
+    }
+    return job->done;
+}
+
+uint64_t offload_gpu_bytes(void) { return atomic_load(&gpu_bytes); }
+uint64_t offload_gpu_errors(void) { return atomic_load(&gpu_errors); }

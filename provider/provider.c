@@ -1,0 +1,211 @@
+/*
+ * provider.c - the module's entry point: the cipher table, provider
+ * parameters, and the operations OpenSSL queries.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+
+#include "gpuaes.h"
+
+/*
+ * One line per cipher variant: id, first name (as the default provider
+ * spells it; aliases and OIDs are taken from it at load), mode, key bytes,
+ * family.  Adding a variant is adding a line.
+ */
+#define GPUAES_CIPHERS(X)                                   \
+    X(aes_128_ecb, "AES-128-ECB", MODE_ECB, 16, block)      \
+    X(aes_192_ecb, "AES-192-ECB", MODE_ECB, 24, block)      \
+    X(aes_256_ecb, "AES-256-ECB", MODE_ECB, 32, block)      \
+    X(aes_128_cbc, "AES-128-CBC", MODE_CBC, 16, block)      \
+    X(aes_192_cbc, "AES-192-CBC", MODE_CBC, 24, block)      \
+    X(aes_256_cbc, "AES-256-CBC", MODE_CBC, 32, block)      \
+    X(aes_128_cfb, "AES-128-CFB", MODE_CFB, 16, block)      \
+    X(aes_192_cfb, "AES-192-CFB", MODE_CFB, 24, block)      \
+    X(aes_256_cfb, "AES-256-CFB", MODE_CFB, 32, block)      \
+    X(aes_128_ctr, "AES-128-CTR", MODE_CTR, 16, block)      \
+    X(aes_192_ctr, "AES-192-CTR", MODE_CTR, 24, block)      \
+    X(aes_256_ctr, "AES-256-CTR", MODE_CTR, 32, block)      \
+    X(aes_128_gcm, "AES-128-GCM", MODE_GCM, 16, gcm)        \
+    X(aes_192_gcm, "AES-192-GCM", MODE_GCM, 24, gcm)        \
+    X(aes_256_gcm, "AES-256-GCM", MODE_GCM, 32, gcm)
+
+enum {
+#define VARIANT_INDEX(id, name, mode, keylen, family) V_##id,
+    GPUAES_CIPHERS(VARIANT_INDEX)
+    V_COUNT
+};
+
+static fallback_cipher fallbacks[V_COUNT];
+
+/* The algorithm's static parameters (keylen, ivlen, mode, flags...) are the default provider's. */
+static int variant_get_params(size_t v, OSSL_PARAM params[])
+{
+    const fallback_cipher *fb = gpuaes_variants[v].fallback;
+
+    return fb->get_params != NULL && fb->get_params(params);
+}
+
+#define VARIANT_DISPATCH(id, name, mode, keylen, family)                      \
+    static void *id##_newctx(void *provctx)                                  \
+    {                                                                         \
+        return family##_newctx(provctx, &gpuaes_variants[V_##id]);           \
+    }                                                                         \
+    static int id##_get_params(OSSL_PARAM params[])                           \
+    {                                                                         \
+        return variant_get_params(V_##id, params);                           \
+    }                                                                         \
+    static const OSSL_DISPATCH id##_dispatch[] = {                           \
+        { OSSL_FUNC_CIPHER_NEWCTX, (void (*)(void))id##_newctx },            \
+        { OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))id##_get_params },    \
+        FAMILY_DISPATCH(family),                                             \
+        { 0, NULL }                                                          \
+    };
+GPUAES_CIPHERS(VARIANT_DISPATCH)
+
+const gpuaes_variant gpuaes_variants[] = {
+#define VARIANT_ENTRY(id, name, mode, keylen, family) \
+    { name, mode, keylen, id##_dispatch, &fallbacks[V_##id] },
+    GPUAES_CIPHERS(VARIANT_ENTRY)
+};
+const size_t gpuaes_variant_count = V_COUNT;
+
+/* ---- The provider ---- */
+
+static OSSL_ALGORITHM algorithms[V_COUNT + 1];
+
+static const OSSL_PARAM *gpuaes_gettable_params(void *provctx)
+{
+    static const OSSL_PARAM table[] = {
+        OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_NAME, NULL, 0),
+        OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_VERSION, NULL, 0),
+        OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_BUILDINFO, NULL, 0),
+        OSSL_PARAM_int(OSSL_PROV_PARAM_STATUS, NULL),
+        OSSL_PARAM_utf8_ptr("gpu", NULL, 0),
+        OSSL_PARAM_int("gpu-available", NULL),
+        OSSL_PARAM_uint64("gpu-bytes", NULL),
+        OSSL_PARAM_uint64("gpu-errors", NULL),
+        OSSL_PARAM_uint64("offload-min-bytes", NULL),
+        OSSL_PARAM_END
+    };
+    return table;
+}
+
+/*
+ * `openssl list -providers -verbose` prints only the standard keys, so the
+ * name also says which GPU is used, or why none is.  Made once: asking
+ * initialises the GPU layer.
+ */
+static char name_buf[320];
+static CRYPTO_ONCE name_once = CRYPTO_ONCE_STATIC_INIT;
+
+static void make_name(void)
+{
+    snprintf(name_buf, sizeof(name_buf), "gpuaes: AES on NVIDIA GPUs through CUDA [%s]",
+             gpuaes_gpu_description());
+}
+
+static const char *provider_name(void)
+{
+    if (!CRYPTO_THREAD_run_once(&name_once, make_name))
+        return "gpuaes";
+    return name_buf;
+}
+
+static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
+{
+    const gpuaes_prov *prov = provctx;
+    OSSL_PARAM *p;
+
+    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_NAME);
+    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, provider_name()))
+        return 0;
+    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_VERSION);
+    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, GPUAES_VERSION))
+        return 0;
+    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_BUILDINFO);
+    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, GPUAES_BUILDINFO))
+        return 0;
+    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS);
+    if (p != NULL && !OSSL_PARAM_set_int(p, 1))
+        return 0;
+    p = OSSL_PARAM_locate(params, "gpu");
+    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, gpuaes_gpu_description()))
+        return 0;
+    p = OSSL_PARAM_locate(params, "gpu-available");
+    if (p != NULL && !OSSL_PARAM_set_int(p, gpuaes_gpu_available()))
+        return 0;
+    p = OSSL_PARAM_locate(params, "gpu-bytes");
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, offload_gpu_bytes()))
+        return 0;
+    p = OSSL_PARAM_locate(params, "gpu-errors");
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, offload_gpu_errors()))
+        return 0;
+    p = OSSL_PARAM_locate(params, "offload-min-bytes");
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, prov->offload_min_bytes))
+        return 0;
+    return 1;
+}
+
+static const OSSL_ALGORITHM *gpuaes_query(void *provctx, int operation_id, int *no_cache)
+{
+    *no_cache = 0;
+    return operation_id == OSSL_OP_CIPHER ? algorithms : NULL;
+}
+
+static void gpuaes_teardown(void *provctx)
+{
+    gpuaes_prov *prov = provctx;
+
+    fallback_unload(prov);
+    OPENSSL_free(prov);
+}
+
+static const OSSL_DISPATCH provider_functions[] = {
+    { OSSL_FUNC_PROVIDER_TEARDOWN, (void (*)(void))gpuaes_teardown },
+    { OSSL_FUNC_PROVIDER_GETTABLE_PARAMS, (void (*)(void))gpuaes_gettable_params },
+    { OSSL_FUNC_PROVIDER_GET_PARAMS, (void (*)(void))gpuaes_get_params },
+    { OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))gpuaes_query },
+    { 0, NULL }
+};
+
+/* The algorithm table: our implementations under the default provider's names. */
+static void build_algorithms(void)
+{
+    for (size_t v = 0; v < V_COUNT; v++) {
+        algorithms[v].algorithm_names = gpuaes_variants[v].fallback->names;
+        algorithms[v].property_definition = "provider=gpuaes";
+        algorithms[v].implementation = gpuaes_variants[v].dispatch;
+        algorithms[v].algorithm_description = "AES on NVIDIA GPUs (gpuaes)";
+    }
+}
+
+__attribute__((visibility("default")))
+int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
+                                      const OSSL_DISPATCH **out, void **provctx)
+{
+    OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
+    gpuaes_prov *prov;
+
+    for (; in->function_id != 0; in++)
+        if (in->function_id == OSSL_FUNC_CORE_GET_PARAMS)
+            core_get_params = OSSL_FUNC_core_get_params(in);
+
+    prov = OPENSSL_zalloc(sizeof(*prov));
+    if (prov == NULL)
+        return 0;
+    prov->handle = handle;
+    prov->offload_min_bytes = settings_offload_min_bytes(handle, core_get_params);
+    if (!fallback_load(prov)) {
+        OPENSSL_free(prov);
+        return 0;
+    }
+    build_algorithms();
+    gpuaes_debug("loaded; offload_min_bytes=%zu", prov->offload_min_bytes);
+    *out = provider_functions;
+    *provctx = prov;
+    return 1;
+}

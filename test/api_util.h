@@ -1,0 +1,31 @@
+/* api_util.h - helpers shared by the API tests (params, bad_input, fork, fault, tls). */
+#ifndef GPUAES_API_UTIL_H
+#define GPUAES_API_UTIL_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <openssl/evp.h>
+#include "testutil.h"
+
+/* The 15 algorithms gpuaes registers, by their canonical names. */
+#define API_NCIPHERS 15
+extern const char *const api_ciphers[API_NCIPHERS];
+
+/* TEST_CHECK with a printf-style context line, printed only on failure. */
+#define CHECKF(cond, ...) do { if (!(cond)) { fprintf(stderr, __VA_ARGS__); \
+    fputc('\n', stderr); test_fail(__FILE__, __LINE__, #cond); } } while (0)
+
+/* Fetch or exit(1): a missing algorithm makes every later check meaningless. */
+EVP_CIPHER *api_fetch(test_env *env, const char *name, const char *provider);
+
+/* One-shot cipher run: update(in, len) + final.  Returns 1/0, fills out/outl.
+ * tag (GCM): written after encryption, checked (set) before decryption. */
+int api_crypt(const EVP_CIPHER *c, int enc, const unsigned char *key,
+              const unsigned char *iv, const unsigned char *aad, size_t aadlen,
+              const unsigned char *in, size_t len, unsigned char *out,
+              size_t *outl, unsigned char tag[16], int padding);
+
+/* 1 when the error queue holds at least one error; clears it. */
+int api_take_error(void);
+
+#endif

@@ -1,0 +1,26 @@
+/* test_params.h - shared between test_params.c and test_params_ctx.c. */
+#ifndef GPUAES_TEST_PARAMS_H
+#define GPUAES_TEST_PARAMS_H
+
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include "testutil.h"
+
+/* One parameter's value as read back: pointer types are copied by value, so
+ * two providers' answers compare with memcmp. */
+typedef struct {
+    int ok;                  /* the get call's result */
+    size_t size;             /* return_size, or (size_t)-1 when untouched */
+    unsigned char data[512];
+} pval;
+
+/* Read `key` of `type` (an OSSL_PARAM_* data type) from a cipher or a ctx. */
+void pv_cipher(const EVP_CIPHER *c, const char *key, unsigned type, pval *v);
+void pv_ctx(EVP_CIPHER_CTX *x, const char *key, unsigned type, pval *v);
+int pv_equal(const pval *a, const pval *b);
+void pv_print(const char *who, const pval *v);
+
+/* The context-level checks (test_params_ctx.c). */
+void params_ctx_tests(test_env *env);
+
+#endif

@@ -1,0 +1,156 @@
+/* testutil.c - shared helpers for the gpuaes tests. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/params.h>
+
+int test_failures;
+static int test_checks_failed_printed;
+
+int test_env_open(test_env *env)
+{
+    const char *dir = getenv("GPUAES_MODULE_DIR");
+
+    memset(env, 0, sizeof(*env));
+    env->libctx = OSSL_LIB_CTX_new();
+    if (env->libctx == NULL)
+        return 0;
+    if (dir != NULL && !OSSL_PROVIDER_set_default_search_path(env->libctx, dir))
+        return 0;
+    env->deflt = OSSL_PROVIDER_load(env->libctx, "default");
+    env->gpuaes = OSSL_PROVIDER_load(env->libctx, "gpuaes");
+    if (env->deflt == NULL || env->gpuaes == NULL) {
+        fprintf(stderr, "cannot load providers (GPUAES_MODULE_DIR=%s)\n", dir ? dir : "(unset)");
+        ERR_print_errors_fp(stderr);
+        return 0;
+    }
+    return 1;
+}
+
+void test_env_close(test_env *env)
+{
+    OSSL_PROVIDER_unload(env->gpuaes);
+    OSSL_PROVIDER_unload(env->deflt);
+    OSSL_LIB_CTX_free(env->libctx);
+    memset(env, 0, sizeof(*env));
+}
+
+EVP_CIPHER *test_fetch(test_env *env, const char *name, const char *provider)
+{
+    char propq[64];
+
+    snprintf(propq, sizeof(propq), "provider=%s", provider);
+    return EVP_CIPHER_fetch(env->libctx, name, propq);
+}
+
+static uint64_t get_u64(test_env *env, const char *key)
+{
+    uint64_t v = 0;
+    OSSL_PARAM p[2] = { OSSL_PARAM_uint64(key, &v), OSSL_PARAM_END };
+
+    if (!OSSL_PROVIDER_get_params(env->gpuaes, p))
+        return 0;
+    return v;
+}
+
+int test_gpu_available(test_env *env)
+{
+    int v = 0;
+    OSSL_PARAM p[2] = { OSSL_PARAM_int("gpu-available", &v), OSSL_PARAM_END };
+
+    if (!OSSL_PROVIDER_get_params(env->gpuaes, p))
+        return 0;
+    return v;
+}
+
+uint64_t test_gpu_bytes(test_env *env) { return get_u64(env, "gpu-bytes"); }
+uint64_t test_gpu_errors(test_env *env) { return get_u64(env, "gpu-errors"); }
+
+void test_require_gpu(test_env *env)
+{
+    if (!test_gpu_available(env)) {
+        char *desc = NULL;
+        OSSL_PARAM p[2] = { OSSL_PARAM_utf8_ptr("gpu", &desc, 0), OSSL_PARAM_END };
+
+        OSSL_PROVIDER_get_params(env->gpuaes, p);
+        printf("SKIP: no usable GPU (%s)\n", desc ? desc : "?");
+        exit(TEST_SKIP);
+    }
+}
+
+static uint64_t rng_state[4];
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+void test_seed(uint64_t seed)
+{
+    const char *env = getenv("GPUAES_TEST_SEED");
+
+    if (env != NULL)
+        seed = strtoull(env, NULL, 0);
+    for (int i = 0; i < 4; i++) {            /* splitmix64 */
+        uint64_t z = (seed += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        rng_state[i] = z ^ (z >> 31);
+    }
+    printf("seed %llu\n", (unsigned long long)seed);
+}
+
+uint64_t test_rand64(void)
+{                                           /* xoshiro256** */
+    uint64_t *s = rng_state, r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+    s[2] ^= t; s[3] = rotl(s[3], 45);
+    return r;
+}
+
+size_t test_rand_below(size_t n) { return n == 0 ? 0 : (size_t)(test_rand64() % n); }
+
+void test_rand_bytes(unsigned char *p, size_t n)
+{
+    size_t i = 0;
+
+    for (; i + 8 <= n; i += 8) {
+        uint64_t r = test_rand64();
+        memcpy(p + i, &r, 8);
+    }
+    if (i < n) {
+        uint64_t r = test_rand64();
+        memcpy(p + i, &r, n - i);
+    }
+}
+
+unsigned char *test_unhex(const char *hex, size_t *len)
+{
+    long l = 0;
+    unsigned char *b;
+
+    if (*hex == '\0') {
+        *len = 0;
+        return calloc(1, 1);
+    }
+    b = OPENSSL_hexstr2buf(hex, &l);
+    *len = (size_t)l;
+    return b;
+}
+
+void test_fail(const char *file, int line, const char *what)
+{
+    test_failures++;
+    if (test_checks_failed_printed++ < 50) {
+        fprintf(stderr, "FAIL %s:%d: %s\n", file, line, what);
+        ERR_print_errors_fp(stderr);
+    }
+}
+
+int test_report(const char *name)
+{
+    printf("%s: %s\n", name, test_failures ? "FAILED" : "ok");
+    return test_failures ? 1 : 0;
+}

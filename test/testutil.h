@@ -1,0 +1,48 @@
+/* testutil.h - shared helpers for the gpuaes tests. */
+#ifndef GPUAES_TESTUTIL_H
+#define GPUAES_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <openssl/evp.h>
+#include <openssl/provider.h>
+
+#define TEST_SKIP 77   /* CTest SKIP_RETURN_CODE */
+
+/* One library context holding both providers, loaded from GPUAES_MODULE_DIR. */
+typedef struct {
+    OSSL_LIB_CTX *libctx;
+    OSSL_PROVIDER *gpuaes;
+    OSSL_PROVIDER *deflt;
+} test_env;
+
+int test_env_open(test_env *env);             /* 1 on success; prints why not */
+void test_env_close(test_env *env);
+
+/* Fetch a cipher from exactly one provider ("gpuaes" or "default"). */
+EVP_CIPHER *test_fetch(test_env *env, const char *name, const char *provider);
+
+/* Provider parameters of gpuaes (see README: "Provider parameters"). */
+int test_gpu_available(test_env *env);
+uint64_t test_gpu_bytes(test_env *env);
+uint64_t test_gpu_errors(test_env *env);
+
+/* For GPU-labelled tests: exit(TEST_SKIP) when gpuaes has no usable GPU. */
+void test_require_gpu(test_env *env);
+
+/* Deterministic random bytes (xoshiro-style), seeded from GPUAES_TEST_SEED or the given seed. */
+void test_seed(uint64_t seed);
+uint64_t test_rand64(void);
+size_t test_rand_below(size_t n);
+void test_rand_bytes(unsigned char *p, size_t n);
+
+/* Hex helpers: returns malloc'ed bytes, *len set. */
+unsigned char *test_unhex(const char *hex, size_t *len);
+
+/* Assertions that print a location and the OpenSSL error queue, then count a failure. */
+extern int test_failures;
+#define TEST_CHECK(cond) do { if (!(cond)) test_fail(__FILE__, __LINE__, #cond); } while (0)
+void test_fail(const char *file, int line, const char *what);
+int test_report(const char *name);   /* prints "N passed, N failed"-style summary, returns exit code */
+
+#endif
