@@ -122,7 +122,7 @@ void do_init()
     }
     prop.name[sizeof prop.name - 1] = '\0';
     if (prop.major * 10 + prop.minor < 75) {
-        std::snprintf(g_desc, sizeof g_desc, "no usable GPU: %s (sm_%d%d), device %d: compute capability 7.5 or newer needed",
+        std::snprintf(g_desc, sizeof g_desc, "no usable GPU: %.96s (sm_%d%d), device %d: compute capability 7.5 or newer needed",
                       prop.name, prop.major, prop.minor, dev);
         return;
     }
@@ -134,12 +134,12 @@ void do_init()
     }
     e = kernels_init(prop.multiProcessorCount);
     if (e != cudaSuccess) {
-        std::snprintf(g_desc, sizeof g_desc, "no usable GPU: %s (sm_%d%d), device %d: kernel setup: %s", prop.name,
+        std::snprintf(g_desc, sizeof g_desc, "no usable GPU: %.96s (sm_%d%d), device %d: kernel setup: %.96s", prop.name,
                       prop.major, prop.minor, dev, cudaGetErrorString(e));
         return;
     }
     const double gib = (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0);
-    std::snprintf(g_desc, sizeof g_desc, "%s (sm_%d%d, %d SMs, %.0f GiB), device %d", prop.name, prop.major, prop.minor,
+    std::snprintf(g_desc, sizeof g_desc, "%.96s (sm_%d%d, %d SMs, %.0f GiB), device %d", prop.name, prop.major, prop.minor,
                   prop.multiProcessorCount, gib, dev);
     g_device = dev;
     g_usable = true;

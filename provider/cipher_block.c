@@ -37,6 +37,7 @@ typedef struct block_ctx {
     int track;                        /* mirror the fallback's block buffer (held) */
     unsigned char oiv[BLOCK];         /* IV given at init: the "iv" parameter */
     int oiv_set;
+    int resynced;                     /* the fallback's own copy of that IV is gone */
     /* ECB and CBC: a copy of the bytes the fallback holds in its block buffer
      * (a partial block, or the last block held back for unpadding). */
     unsigned char held[BLOCK];
@@ -172,6 +173,7 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
     if (iv != NULL && c->var->mode != MODE_ECB) {
         memcpy(c->oiv, iv, BLOCK);
         c->oiv_set = 1;
+        c->resynced = 0;
     }
     return 1;
 }
@@ -226,6 +228,7 @@ static int fb_resync(block_ctx *c, const unsigned char iv[BLOCK])
     OSSL_FUNC_cipher_encrypt_init_fn *init = c->enc ? c->fb->einit : c->fb->dinit;
 
     c->nheld = 0;
+    c->resynced = 1;
     return init(c->fbctx, NULL, 0, c->var->mode == MODE_ECB ? NULL : iv,
                 c->var->mode == MODE_ECB ? 0 : BLOCK, NULL);
 }
@@ -378,7 +381,10 @@ int block_get_ctx_params(void *vctx, OSSL_PARAM params[])
 
     if (!c->fb->get_ctx_params(c->fbctx, params))
         return 0;
-    /* "iv" is the IV given at init; the fallback's copy is our last re-sync. */
+    /* "iv" is the IV given at init; after a re-sync the fallback has another.
+     * (EVP asks for ivlen on every init: the common path stays short.) */
+    if (!c->resynced)
+        return 1;
     p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IV);
     if (p != NULL && c->oiv_set
         && !OSSL_PARAM_set_octet_string(p, c->oiv, BLOCK)

@@ -311,6 +311,10 @@ static int undecided_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
         c->naad += inl;
         return 1;
     }
+    if (!gpuaes_gpu_available()) {    /* no engine to keep it for */
+        c->msg = MSG_FALLBACK;
+        return 1;
+    }
     if (!engine_key(c))
         return 0;
     if (!c->aad_in_ghctx
@@ -423,7 +427,7 @@ static int engine_final(gcm_ctx *c)
 
 static int gpu_possible(const gcm_ctx *c)
 {
-    return !c->tls && c->key_set && c->iv_set && gpuaes_gpu_available();
+    return !c->tls && c->key_set && c->iv_set;   /* offload_wanted() asks for the GPU */
 }
 
 int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
@@ -435,19 +439,14 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     case MSG_FALLBACK:
         return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
     case MSG_UNDECIDED:
-        if (!gpu_possible(c)) {
-            c->msg = MSG_FALLBACK;
-            return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
-        }
         if (out == NULL) {            /* AAD: both engines may need it */
             if (!c->fb->update(c->fbctx, out, outl, outsize, in, inl))
                 return 0;
             return undecided_aad(c, in, inl);
         }
-        if (inl == 0)
-            return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
-        if (!offload_wanted(c->prov, inl)) {
-            c->msg = MSG_FALLBACK;
+        /* The first data decides; the cheap length test first. */
+        if (inl == 0 || !offload_wanted(c->prov, inl) || !gpu_possible(c)) {
+            c->msg = inl == 0 ? MSG_UNDECIDED : MSG_FALLBACK;
             return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
         }
         if (!engine_start(c)) {
@@ -518,10 +517,11 @@ int gcm_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
 int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     gcm_ctx *c = vctx;
-    OSSL_PARAM *tag = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG);
+    OSSL_PARAM *tag;
     int ok;
 
-    if (c->msg != MSG_GPU || tag == NULL)
+    /* EVP asks for ivlen on every init: keep this path short. */
+    if (c->msg != MSG_GPU || (tag = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG)) == NULL)
         return c->fb->get_ctx_params(c->fbctx, params);
     /* The tag of a message on our engine is ours; the rest is the fallback's. */
     if (tag->data_size == 0 || tag->data_size > BLOCK || !c->enc || !c->g.finished

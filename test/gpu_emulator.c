@@ -44,9 +44,14 @@ void gpuaes_key_free(gpuaes_key *key)
 
 int gpuaes_gpu_available(void)
 {
-    const char *d = getenv("GPUAES_DISABLE_GPU");
+    static int available = -1;        /* racy but idempotent */
 
-    return !(d != NULL && *d != '\0' && *d != '0');
+    if (available < 0) {
+        const char *d = getenv("GPUAES_DISABLE_GPU");
+
+        available = !(d != NULL && *d != '\0' && *d != '0');
+    }
+    return available;
 }
 
 const char *gpuaes_gpu_description(void)

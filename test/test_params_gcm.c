@@ -1,0 +1,294 @@
+/*
+ * test_params_gcm.c - the parameters libssl and other callers use beyond plain
+ * update/final: GCM IV lengths 1..128, the TLS 1.2 record interface of GCM
+ * (tlsaad, tlsivfixed, tlsivgen, tlsivinv) and of CBC (tls-version,
+ * tls-mac-size, tls-mac).  gpuaes and default run side by side and must agree.
+ */
+#include "test_params.h"
+#include "api_util.h"
+
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/prov_ssl.h>
+
+static const char *const gcms[] = { "AES-128-GCM", "AES-256-GCM" };
+
+static void fetch_pair(test_env *env, const char *name, EVP_CIPHER *c[2])
+{
+    c[0] = api_fetch(env, name, "default");
+    c[1] = api_fetch(env, name, "gpuaes");
+}
+
+static void free_pair(EVP_CIPHER *c[2], EVP_CIPHER_CTX *x[2])
+{
+    for (int j = 0; j < 2; j++) {
+        EVP_CIPHER_CTX_free(x[j]);
+        EVP_CIPHER_free(c[j]);
+    }
+    ERR_clear_error();
+}
+
+/* Any IV length 1..128 gives default's ciphertext and tag; the tag verifies. */
+static void gcm_ivlens(test_env *env, const char *name)
+{
+    static const int ivl[] = { 1, 7, 12, 13, 16, 64, 128 };
+    unsigned char key[32], iv[128], aad[20], in[100], ct[2][100], tag[2][16], pt[100];
+    EVP_CIPHER *c[2];
+    EVP_CIPHER_CTX *x[2] = { NULL, NULL };
+
+    fetch_pair(env, name, c);
+    test_rand_bytes(key, sizeof(key));
+    test_rand_bytes(iv, sizeof(iv));
+    test_rand_bytes(aad, sizeof(aad));
+    test_rand_bytes(in, sizeof(in));
+    for (size_t i = 0; i < sizeof(ivl) / sizeof(ivl[0]); i++) {
+        int ok[2];
+        pval a, b;
+
+        for (int j = 0; j < 2; j++) {
+            int n = 0, m = 0;
+
+            EVP_CIPHER_CTX_free(x[j]);
+            x[j] = EVP_CIPHER_CTX_new();
+            ok[j] = EVP_EncryptInit_ex2(x[j], c[j], NULL, NULL, NULL)
+                    && EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_SET_IVLEN, ivl[i], NULL) > 0
+                    && EVP_EncryptInit_ex2(x[j], NULL, key, iv, NULL)
+                    && EVP_EncryptUpdate(x[j], NULL, &n, aad, sizeof(aad))
+                    && EVP_EncryptUpdate(x[j], ct[j], &n, in, sizeof(in))
+                    && EVP_EncryptFinal_ex(x[j], ct[j] + n, &m)
+                    && EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_GET_TAG, 16, tag[j]) > 0;
+        }
+        CHECKF(ok[0] && ok[1], "%s ivlen %d: default %d gpuaes %d", name, ivl[i], ok[0], ok[1]);
+        CHECKF(memcmp(ct[0], ct[1], sizeof(in)) == 0 && memcmp(tag[0], tag[1], 16) == 0,
+               "%s ivlen %d: ciphertext or tag differs", name, ivl[i]);
+        pv_ctx(x[0], OSSL_CIPHER_PARAM_IVLEN, OSSL_PARAM_UNSIGNED_INTEGER, &a);
+        pv_ctx(x[1], OSSL_CIPHER_PARAM_IVLEN, OSSL_PARAM_UNSIGNED_INTEGER, &b);
+        CHECKF(pv_equal(&a, &b), "%s ivlen %d: ivlen param", name, ivl[i]);
+        pv_ctx(x[0], OSSL_CIPHER_PARAM_IV, OSSL_PARAM_OCTET_STRING, &a);
+        pv_ctx(x[1], OSSL_CIPHER_PARAM_IV, OSSL_PARAM_OCTET_STRING, &b);
+        CHECKF(pv_equal(&a, &b), "%s ivlen %d: iv param", name, ivl[i]);
+        /* gpuaes decrypts its own output; a flipped tag bit fails */
+        for (int bad = 0; bad < 2; bad++) {
+            EVP_CIPHER_CTX *d = EVP_CIPHER_CTX_new();
+            int n = 0, m = 0, r;
+
+            tag[1][3] ^= (unsigned char)bad;
+            r = EVP_DecryptInit_ex2(d, c[1], NULL, NULL, NULL)
+                && EVP_CIPHER_CTX_ctrl(d, EVP_CTRL_AEAD_SET_IVLEN, ivl[i], NULL) > 0
+                && EVP_DecryptInit_ex2(d, NULL, key, iv, NULL)
+                && EVP_DecryptUpdate(d, NULL, &n, aad, sizeof(aad))
+                && EVP_DecryptUpdate(d, pt, &n, ct[1], sizeof(in))
+                && EVP_CIPHER_CTX_ctrl(d, EVP_CTRL_AEAD_SET_TAG, 16, tag[1]) > 0
+                && EVP_DecryptFinal_ex(d, pt + n, &m) > 0;
+            tag[1][3] ^= (unsigned char)bad;
+            CHECKF(r == !bad && (bad || memcmp(pt, in, sizeof(in)) == 0),
+                   "%s ivlen %d: decrypt with %s tag returned %d", name, ivl[i],
+                   bad ? "a wrong" : "the right", r);
+            EVP_CIPHER_CTX_free(d);
+        }
+    }
+    free_pair(c, x);
+}
+
+/* 13-byte TLS 1.2 AAD whose length field is `len`. */
+static void tls_aad(unsigned char a[13], int seq, size_t len)
+{
+    memset(a, 0, 13);
+    a[7] = (unsigned char)seq;
+    a[8] = 0x17;
+    a[9] = 0x03;
+    a[10] = 0x03;
+    a[11] = (unsigned char)(len >> 8);
+    a[12] = (unsigned char)len;
+}
+
+/* Records as libssl builds them: explicit IV | payload | tag, in place. */
+static void gcm_tls_records(test_env *env, const char *name)
+{
+    static const size_t lens[] = { 0, 1, 1000, 16384 };
+    enum { NREC = sizeof(lens) / sizeof(lens[0]) };
+    static unsigned char rec[2][NREC][8 + 16384 + 16], ctrec[NREC][8 + 16384 + 16], plain[16384];
+    unsigned char key[32], iv[12], a[13];
+    EVP_CIPHER *c[2];
+    EVP_CIPHER_CTX *x[2];
+
+    fetch_pair(env, name, c);
+    test_rand_bytes(key, sizeof(key));
+    test_rand_bytes(iv, sizeof(iv));
+    test_rand_bytes(plain, sizeof(plain));
+    for (int enc = 1; enc >= 0; enc--) {
+        for (int j = 0; j < 2; j++) {
+            x[j] = EVP_CIPHER_CTX_new();
+            TEST_CHECK(EVP_CipherInit_ex2(x[j], c[j], key, NULL, enc, NULL));
+            /* enc: -1 restores the whole IV (deterministic); dec: the 4 fixed bytes */
+            CHECKF(EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_GCM_SET_IV_FIXED, enc ? -1 : 4, iv) > 0,
+                   "%s side %d: tlsivfixed", name, j);
+        }
+        for (int r = 0; r < NREC; r++) {
+            size_t len = lens[r], total = 8 + len + 16;
+            int pad[2], ret[2];
+
+            for (int j = 0; j < 2; j++) {
+                if (enc) {
+                    memset(rec[j][r], 0, 8);
+                    memcpy(rec[j][r] + 8, plain, len);
+                } else {
+                    memcpy(rec[j][r], ctrec[r], total);   /* default's record */
+                }
+                tls_aad(a, r, enc ? 8 + len : total);
+                pad[j] = EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_TLS1_AAD, 13, a);
+                ret[j] = EVP_Cipher(x[j], rec[j][r], rec[j][r], (unsigned int)total);
+            }
+            CHECKF(pad[0] == pad[1], "%s %s rec %d: tlsaad returned %d vs %d", name,
+                   enc ? "enc" : "dec", r, pad[0], pad[1]);
+            CHECKF(ret[0] == ret[1], "%s %s rec %d: EVP_Cipher returned %d vs %d", name,
+                   enc ? "enc" : "dec", r, ret[0], ret[1]);
+            CHECKF(memcmp(rec[0][r], rec[1][r], enc ? total : 8 + len) == 0,
+                   "%s %s rec %d (%zu bytes): record differs", name, enc ? "enc" : "dec", r, len);
+            if (enc)
+                memcpy(ctrec[r], rec[0][r], total);
+            else
+                CHECKF(memcmp(rec[1][r] + 8, plain, len) == 0, "%s rec %d: plaintext", name, r);
+        }
+        if (!enc) {          /* a tampered record fails on both */
+            int ret[2];
+
+            for (int j = 0; j < 2; j++) {
+                memcpy(rec[j][2], ctrec[2], 8 + 1000 + 16);   /* the 1000-byte record */
+                rec[j][2][20] ^= 1;
+                tls_aad(a, 2, 8 + 1000 + 16);
+                EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_TLS1_AAD, 13, a);
+                ret[j] = EVP_Cipher(x[j], rec[j][2], rec[j][2], 8 + 1000 + 16) > 0;
+            }
+            CHECKF(!ret[0] && !ret[1], "%s: tampered record accepted (default %d gpuaes %d)",
+                   name, ret[0], ret[1]);
+        }
+        for (int j = 0; j < 2; j++)
+            EVP_CIPHER_CTX_free(x[j]);
+        ERR_clear_error();
+    }
+    for (int j = 0; j < 2; j++)
+        EVP_CIPHER_free(c[j]);
+}
+
+/* tlsivgen / tlsivinv outside records: IV invocation field handed out and back. */
+static void gcm_ivgen(test_env *env, const char *name)
+{
+    unsigned char key[32], iv[12], in[50], ct[2][50], tag[2][16], gen[2][2][8], pt[50];
+    EVP_CIPHER *c[2];
+    EVP_CIPHER_CTX *x[2];
+
+    fetch_pair(env, name, c);
+    test_rand_bytes(key, sizeof(key));
+    test_rand_bytes(iv, sizeof(iv));
+    test_rand_bytes(in, sizeof(in));
+    for (int j = 0; j < 2; j++) {
+        x[j] = EVP_CIPHER_CTX_new();
+        TEST_CHECK(EVP_EncryptInit_ex2(x[j], c[j], key, NULL, NULL));
+        TEST_CHECK(EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_GCM_SET_IV_FIXED, -1, iv) > 0);
+        for (int k = 0; k < 2; k++) {     /* two messages: the counter advances */
+            int n = 0, m = 0;
+
+            CHECKF(EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_GCM_IV_GEN, 8, gen[j][k]) > 0,
+                   "%s side %d: tlsivgen", name, j);
+            TEST_CHECK(EVP_EncryptUpdate(x[j], ct[j], &n, in, sizeof(in))
+                       && EVP_EncryptFinal_ex(x[j], ct[j] + n, &m)
+                       && EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_GET_TAG, 16, tag[j]) > 0);
+        }
+    }
+    CHECKF(memcmp(gen[0], gen[1], sizeof(gen[0])) == 0, "%s: tlsivgen output differs", name);
+    CHECKF(memcmp(ct[0], ct[1], sizeof(in)) == 0 && memcmp(tag[0], tag[1], 16) == 0,
+           "%s: ciphertext under a generated IV differs", name);
+    for (int j = 0; j < 2; j++) {         /* decrypt the second message via tlsivinv */
+        int n = 0, m = 0, ok;
+
+        EVP_CIPHER_CTX_free(x[j]);
+        x[j] = EVP_CIPHER_CTX_new();
+        ok = EVP_DecryptInit_ex2(x[j], c[j], key, NULL, NULL)
+             && EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_GCM_SET_IV_FIXED, -1, iv) > 0
+             && EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_GCM_SET_IV_INV, 8, gen[0][1]) > 0
+             && EVP_DecryptUpdate(x[j], pt, &n, ct[0], sizeof(in))
+             && EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_SET_TAG, 16, tag[0]) > 0
+             && EVP_DecryptFinal_ex(x[j], pt + n, &m) > 0;
+        CHECKF(ok && memcmp(pt, in, sizeof(in)) == 0, "%s side %d: tlsivinv decrypt", name, j);
+    }
+    free_pair(c, x);
+}
+
+/* CBC with tls-version set: the provider pads (enc) / strips padding, explicit
+ * IV and MAC (dec), and hands the MAC out as tls-mac. */
+static void cbc_tls_records(test_env *env, const char *name, unsigned version, size_t macsize)
+{
+    unsigned char key[32], iv[16], buf[2][16 + 1000 + 48 + 256], ct[16 + 1000 + 48 + 256];
+    unsigned char plain[16 + 1000 + 48];
+    size_t len = sizeof(plain) - 48 + macsize;    /* explicit IV | data | MAC */
+    EVP_CIPHER *c[2];
+    EVP_CIPHER_CTX *x[2];
+    int ret[2], ol[2], ctlen = 0;
+    pval mac[2];
+
+    fetch_pair(env, name, c);
+    test_rand_bytes(key, sizeof(key));
+    test_rand_bytes(iv, sizeof(iv));
+    test_rand_bytes(plain, sizeof(plain));
+    for (int enc = 1; enc >= 0; enc--) {
+        for (int j = 0; j < 2; j++) {
+            OSSL_PARAM p[3] = {
+                OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_TLS_VERSION, &version),
+                OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_TLS_MAC_SIZE, &macsize),
+                OSSL_PARAM_END
+            };
+
+            x[j] = EVP_CIPHER_CTX_new();
+            TEST_CHECK(EVP_CipherInit_ex2(x[j], c[j], key, iv, enc, NULL));
+            CHECKF(EVP_CIPHER_CTX_set_params(x[j], p), "%s side %d: tls-version/tls-mac-size", name, j);
+            if (enc)
+                memcpy(buf[j], plain, len);
+            else
+                memcpy(buf[j], ct, (size_t)ctlen);      /* default's record */
+            ol[j] = -1;
+            ret[j] = EVP_CipherUpdate(x[j], buf[j], &ol[j], buf[j], enc ? (int)len : ctlen) > 0;
+            api_take_error();
+        }
+        CHECKF(ret[0] == ret[1] && ol[0] == ol[1] && memcmp(buf[0], buf[1], (size_t)ol[0]) == 0,
+               "%s tls %x mac %zu %s: default %d/%d gpuaes %d/%d or bytes differ", name, version,
+               macsize, enc ? "enc" : "dec", ret[0], ol[0], ret[1], ol[1]);
+        if (enc && ret[0]) {
+            ctlen = ol[0];
+            memcpy(ct, buf[0], (size_t)ctlen);
+        }
+        if (!enc) {
+            for (int j = 0; j < 2; j++) {
+                void *ptr = NULL;
+                OSSL_PARAM p[2] = { OSSL_PARAM_octet_ptr(OSSL_CIPHER_PARAM_TLS_MAC, &ptr, macsize),
+                                    OSSL_PARAM_END };
+
+                mac[j].ok = EVP_CIPHER_CTX_get_params(x[j], p);
+                mac[j].size = ptr != NULL ? macsize : 0;
+                memset(mac[j].data, 0, sizeof(mac[j].data));
+                if (ptr != NULL)
+                    memcpy(mac[j].data, ptr, macsize);
+            }
+            CHECKF(pv_equal(&mac[0], &mac[1]), "%s tls %x: tls-mac differs", name, version);
+        }
+        for (int j = 0; j < 2; j++)
+            EVP_CIPHER_CTX_free(x[j]);
+    }
+    for (int j = 0; j < 2; j++)
+        EVP_CIPHER_free(c[j]);
+    ERR_clear_error();
+}
+
+void gcm_extra_tests(test_env *env)
+{
+    for (size_t i = 0; i < sizeof(gcms) / sizeof(gcms[0]); i++) {
+        gcm_ivlens(env, gcms[i]);
+        gcm_tls_records(env, gcms[i]);
+        gcm_ivgen(env, gcms[i]);
+    }
+    cbc_tls_records(env, "AES-128-CBC", TLS1_2_VERSION, 0);
+    cbc_tls_records(env, "AES-128-CBC", TLS1_2_VERSION, 32);
+    cbc_tls_records(env, "AES-256-CBC", TLS1_2_VERSION, 48);
+    cbc_tls_records(env, "AES-256-CBC", TLS1_VERSION, 20);
+}
