@@ -6,9 +6,10 @@
 // big-endian 32-bit columns s0..s3.  Memory is read as little-endian words
 // ("raw" words), hence the byte swaps at the edges.
 //
-// Table access goes through an accessor object Tab with
-//   uint32_t word(uint32_t x)  : Te0[x] (encryption) or Td0[x] (decryption), x < 256
-//   uint32_t isbox(uint32_t x) : InvSbox[x] as 0..255 (decryption last round)
+// Table access goes through an accessor object Tab with, for byte K (0 = least
+// significant) of a state column s, x = (s >> 8K) & 0xff:
+//   uint32_t w<K>(uint32_t s)  : Te0[x] (encryption) or Td0[x] (decryption)
+//   uint32_t ib<K>(uint32_t s) : InvSbox[x] as 0..255 (decryption last round)
 // The GPU accessor reads the bank-conflict-free replicated shared-memory
 // copies (aes_kernels.cu); the host accessor reads aes_tables.cuh directly.
 #ifndef GPUAES_AES_BLOCK_CUH
@@ -67,27 +68,27 @@ GPUAES_HD void encrypt_cols(uint32_t &s0, uint32_t &s1, uint32_t &s2, uint32_t &
 #pragma unroll
 #endif
     for (int r = 1; r < NR; ++r) {
-        const uint32_t t0 = T.word(s0 >> 24) ^ ror32(T.word((s1 >> 16) & 0xff), 8) ^
-                            ror32(T.word((s2 >> 8) & 0xff), 16) ^ ror32(T.word(s3 & 0xff), 24) ^ rk[4 * r + 0];
-        const uint32_t t1 = T.word(s1 >> 24) ^ ror32(T.word((s2 >> 16) & 0xff), 8) ^
-                            ror32(T.word((s3 >> 8) & 0xff), 16) ^ ror32(T.word(s0 & 0xff), 24) ^ rk[4 * r + 1];
-        const uint32_t t2 = T.word(s2 >> 24) ^ ror32(T.word((s3 >> 16) & 0xff), 8) ^
-                            ror32(T.word((s0 >> 8) & 0xff), 16) ^ ror32(T.word(s1 & 0xff), 24) ^ rk[4 * r + 2];
-        const uint32_t t3 = T.word(s3 >> 24) ^ ror32(T.word((s0 >> 16) & 0xff), 8) ^
-                            ror32(T.word((s1 >> 8) & 0xff), 16) ^ ror32(T.word(s2 & 0xff), 24) ^ rk[4 * r + 3];
+        const uint32_t t0 = T.template w<3>(s0) ^ ror32(T.template w<2>(s1), 8) ^
+                            ror32(T.template w<1>(s2), 16) ^ ror32(T.template w<0>(s3), 24) ^ rk[4 * r + 0];
+        const uint32_t t1 = T.template w<3>(s1) ^ ror32(T.template w<2>(s2), 8) ^
+                            ror32(T.template w<1>(s3), 16) ^ ror32(T.template w<0>(s0), 24) ^ rk[4 * r + 1];
+        const uint32_t t2 = T.template w<3>(s2) ^ ror32(T.template w<2>(s3), 8) ^
+                            ror32(T.template w<1>(s0), 16) ^ ror32(T.template w<0>(s1), 24) ^ rk[4 * r + 2];
+        const uint32_t t3 = T.template w<3>(s3) ^ ror32(T.template w<2>(s0), 8) ^
+                            ror32(T.template w<1>(s1), 16) ^ ror32(T.template w<0>(s2), 24) ^ rk[4 * r + 3];
         s0 = t0; s1 = t1; s2 = t2; s3 = t3;
     }
     // Last round: Te0[x] = {2s, s, s, 3s}, so the S-box byte s is bits 8..15
     // and 16..23 of Te0[x]: take it from there instead of a separate table.
     const uint32_t *k = rk + 4 * NR;
-    const uint32_t t0 = ((T.word(s0 >> 24) << 8) & 0xff000000u) ^ (T.word((s1 >> 16) & 0xff) & 0x00ff0000u) ^
-                        (T.word((s2 >> 8) & 0xff) & 0x0000ff00u) ^ ((T.word(s3 & 0xff) >> 8) & 0xffu) ^ k[0];
-    const uint32_t t1 = ((T.word(s1 >> 24) << 8) & 0xff000000u) ^ (T.word((s2 >> 16) & 0xff) & 0x00ff0000u) ^
-                        (T.word((s3 >> 8) & 0xff) & 0x0000ff00u) ^ ((T.word(s0 & 0xff) >> 8) & 0xffu) ^ k[1];
-    const uint32_t t2 = ((T.word(s2 >> 24) << 8) & 0xff000000u) ^ (T.word((s3 >> 16) & 0xff) & 0x00ff0000u) ^
-                        (T.word((s0 >> 8) & 0xff) & 0x0000ff00u) ^ ((T.word(s1 & 0xff) >> 8) & 0xffu) ^ k[2];
-    const uint32_t t3 = ((T.word(s3 >> 24) << 8) & 0xff000000u) ^ (T.word((s0 >> 16) & 0xff) & 0x00ff0000u) ^
-                        (T.word((s1 >> 8) & 0xff) & 0x0000ff00u) ^ ((T.word(s2 & 0xff) >> 8) & 0xffu) ^ k[3];
+    const uint32_t t0 = ((T.template w<3>(s0) << 8) & 0xff000000u) ^ (T.template w<2>(s1) & 0x00ff0000u) ^
+                        (T.template w<1>(s2) & 0x0000ff00u) ^ ((T.template w<0>(s3) >> 8) & 0xffu) ^ k[0];
+    const uint32_t t1 = ((T.template w<3>(s1) << 8) & 0xff000000u) ^ (T.template w<2>(s2) & 0x00ff0000u) ^
+                        (T.template w<1>(s3) & 0x0000ff00u) ^ ((T.template w<0>(s0) >> 8) & 0xffu) ^ k[1];
+    const uint32_t t2 = ((T.template w<3>(s2) << 8) & 0xff000000u) ^ (T.template w<2>(s3) & 0x00ff0000u) ^
+                        (T.template w<1>(s0) & 0x0000ff00u) ^ ((T.template w<0>(s1) >> 8) & 0xffu) ^ k[2];
+    const uint32_t t3 = ((T.template w<3>(s3) << 8) & 0xff000000u) ^ (T.template w<2>(s0) & 0x00ff0000u) ^
+                        (T.template w<1>(s1) & 0x0000ff00u) ^ ((T.template w<0>(s2) >> 8) & 0xffu) ^ k[3];
     s0 = t0; s1 = t1; s2 = t2; s3 = t3;
 }
 
@@ -102,25 +103,25 @@ GPUAES_HD void decrypt_cols(uint32_t &s0, uint32_t &s1, uint32_t &s2, uint32_t &
 #pragma unroll
 #endif
     for (int r = 1; r < NR; ++r) {
-        const uint32_t t0 = T.word(s0 >> 24) ^ ror32(T.word((s3 >> 16) & 0xff), 8) ^
-                            ror32(T.word((s2 >> 8) & 0xff), 16) ^ ror32(T.word(s1 & 0xff), 24) ^ rk[4 * r + 0];
-        const uint32_t t1 = T.word(s1 >> 24) ^ ror32(T.word((s0 >> 16) & 0xff), 8) ^
-                            ror32(T.word((s3 >> 8) & 0xff), 16) ^ ror32(T.word(s2 & 0xff), 24) ^ rk[4 * r + 1];
-        const uint32_t t2 = T.word(s2 >> 24) ^ ror32(T.word((s1 >> 16) & 0xff), 8) ^
-                            ror32(T.word((s0 >> 8) & 0xff), 16) ^ ror32(T.word(s3 & 0xff), 24) ^ rk[4 * r + 2];
-        const uint32_t t3 = T.word(s3 >> 24) ^ ror32(T.word((s2 >> 16) & 0xff), 8) ^
-                            ror32(T.word((s1 >> 8) & 0xff), 16) ^ ror32(T.word(s0 & 0xff), 24) ^ rk[4 * r + 3];
+        const uint32_t t0 = T.template w<3>(s0) ^ ror32(T.template w<2>(s3), 8) ^
+                            ror32(T.template w<1>(s2), 16) ^ ror32(T.template w<0>(s1), 24) ^ rk[4 * r + 0];
+        const uint32_t t1 = T.template w<3>(s1) ^ ror32(T.template w<2>(s0), 8) ^
+                            ror32(T.template w<1>(s3), 16) ^ ror32(T.template w<0>(s2), 24) ^ rk[4 * r + 1];
+        const uint32_t t2 = T.template w<3>(s2) ^ ror32(T.template w<2>(s1), 8) ^
+                            ror32(T.template w<1>(s0), 16) ^ ror32(T.template w<0>(s3), 24) ^ rk[4 * r + 2];
+        const uint32_t t3 = T.template w<3>(s3) ^ ror32(T.template w<2>(s2), 8) ^
+                            ror32(T.template w<1>(s1), 16) ^ ror32(T.template w<0>(s0), 24) ^ rk[4 * r + 3];
         s0 = t0; s1 = t1; s2 = t2; s3 = t3;
     }
     const uint32_t *k = rk + 4 * NR;
-    const uint32_t t0 = (T.isbox(s0 >> 24) << 24) ^ (T.isbox((s3 >> 16) & 0xff) << 16) ^
-                        (T.isbox((s2 >> 8) & 0xff) << 8) ^ T.isbox(s1 & 0xff) ^ k[0];
-    const uint32_t t1 = (T.isbox(s1 >> 24) << 24) ^ (T.isbox((s0 >> 16) & 0xff) << 16) ^
-                        (T.isbox((s3 >> 8) & 0xff) << 8) ^ T.isbox(s2 & 0xff) ^ k[1];
-    const uint32_t t2 = (T.isbox(s2 >> 24) << 24) ^ (T.isbox((s1 >> 16) & 0xff) << 16) ^
-                        (T.isbox((s0 >> 8) & 0xff) << 8) ^ T.isbox(s3 & 0xff) ^ k[2];
-    const uint32_t t3 = (T.isbox(s3 >> 24) << 24) ^ (T.isbox((s2 >> 16) & 0xff) << 16) ^
-                        (T.isbox((s1 >> 8) & 0xff) << 8) ^ T.isbox(s0 & 0xff) ^ k[3];
+    const uint32_t t0 = (T.template ib<3>(s0) << 24) ^ (T.template ib<2>(s3) << 16) ^
+                        (T.template ib<1>(s2) << 8) ^ T.template ib<0>(s1) ^ k[0];
+    const uint32_t t1 = (T.template ib<3>(s1) << 24) ^ (T.template ib<2>(s0) << 16) ^
+                        (T.template ib<1>(s3) << 8) ^ T.template ib<0>(s2) ^ k[1];
+    const uint32_t t2 = (T.template ib<3>(s2) << 24) ^ (T.template ib<2>(s1) << 16) ^
+                        (T.template ib<1>(s0) << 8) ^ T.template ib<0>(s3) ^ k[2];
+    const uint32_t t3 = (T.template ib<3>(s3) << 24) ^ (T.template ib<2>(s2) << 16) ^
+                        (T.template ib<1>(s1) << 8) ^ T.template ib<0>(s0) ^ k[3];
     s0 = t0; s1 = t1; s2 = t2; s3 = t3;
 }
 

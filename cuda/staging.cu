@@ -150,9 +150,9 @@ class Pipeline {
     {
         fault_ = gpu_fault();
         nchunks_ = (job->len + kChunk - 1) / kChunk;
-        // copyout/sync faults hit the 2nd chunk of a long job, so that a
-        // partial prefix comes back; otherwise the first.
-        fault_chunk_ = ((fault_ == Fault::copyout || fault_ == Fault::sync) && nchunks_ >= 3) ? 1 : 0;
+        // An injected fault hits the 2nd chunk of a job of 3 or more chunks,
+        // so that a partial prefix comes back; otherwise the first.
+        fault_chunk_ = nchunks_ >= 3 ? 1 : 0;
         std::memcpy(iv0_, job->iv, 16);
         std::memcpy(chain_, job->iv, 16);
         std::memcpy(done_chain_, job->iv, 16);

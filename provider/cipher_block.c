@@ -42,6 +42,7 @@ typedef struct block_ctx {
      * (a partial block, or the last block held back for unpadding). */
     unsigned char held[BLOCK];
     size_t nheld;
+    int held_known;                   /* 0 after a failed final: the fallback's buffer is its own */
 } block_ctx;
 
 /* Can this context ever send work to the GPU? (CBC/CFB encryption is serial.) */
@@ -162,6 +163,7 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
         return 0;
     c->enc = enc;
     c->nheld = 0;
+    c->held_known = 1;
     c->track = buffers_blocks(c) && gpu_capable(c);
     note_params(c, params);
     if (key != NULL) {
@@ -214,6 +216,13 @@ static int fb_get_num(block_ctx *c, unsigned int *num)
     return c->fb->get_ctx_params(c->fbctx, p);
 }
 
+static int fb_set_num(block_ctx *c, unsigned int num)
+{
+    OSSL_PARAM p[2] = { OSSL_PARAM_uint(OSSL_CIPHER_PARAM_NUM, &num), OSSL_PARAM_END };
+
+    return c->fb->set_ctx_params(c->fbctx, p);
+}
+
 static int fb_set_padding(block_ctx *c, unsigned int pad)
 {
     OSSL_PARAM p[2] = { OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, &pad), OSSL_PARAM_END };
@@ -226,11 +235,17 @@ static int fb_set_padding(block_ctx *c, unsigned int pad)
 static int fb_resync(block_ctx *c, const unsigned char iv[BLOCK])
 {
     OSSL_FUNC_cipher_encrypt_init_fn *init = c->enc ? c->fb->einit : c->fb->dinit;
+    unsigned int num = 0;
 
     c->nheld = 0;
     c->resynced = 1;
-    return init(c->fbctx, NULL, 0, c->var->mode == MODE_ECB ? NULL : iv,
-                c->var->mode == MODE_ECB ? 0 : BLOCK, NULL);
+    /* ECB and CBC do not use num, but it is a parameter: re-init must not reset it. */
+    if (buffers_blocks(c) && !fb_get_num(c, &num))
+        return 0;
+    if (!init(c->fbctx, NULL, 0, c->var->mode == MODE_ECB ? NULL : iv,
+              c->var->mode == MODE_ECB ? 0 : BLOCK, NULL))
+        return 0;
+    return num == 0 || fb_set_num(c, num);
 }
 
 static gpuaes_op gpu_op(const block_ctx *c)
@@ -279,7 +294,7 @@ static int update_blocks(block_ctx *c, unsigned char *out, size_t *outl, size_t 
     size_t outlen = total - keep, first = 0, used = 0, o = 0;
     unsigned char chain[BLOCK] = { 0 }, block[BLOCK];
 
-    if (outlen < 2 * BLOCK)           /* nothing worth a GPU job */
+    if (outlen < (c->nheld > 0 ? 2 : 1) * BLOCK)   /* no whole block for the GPU */
         return fb_update(c, out, outl, outsize, in, inl);
     if (outsize < outlen) {
         ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
@@ -328,7 +343,7 @@ static int update_stream(block_ctx *c, unsigned char *out, size_t *outl, size_t 
     if (head > inl)
         head = inl;
     mid = (inl - head) & ~(size_t)(BLOCK - 1);
-    if (mid < 2 * BLOCK)
+    if (mid < BLOCK)
         return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
     if (head > 0 && (!c->fb->update(c->fbctx, out, &o, outsize, in, head) || o != head))
         return 0;
@@ -350,19 +365,35 @@ int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     block_ctx *c = vctx;
 
     /* The common case first: small, serial, TLS or no GPU: the default provider as is. */
-    if (!offload_wanted(c->prov, inl) || !gpu_capable(c) || c->tls || !c->key_set || out == NULL)
+    if (!offload_wanted(c->prov, inl) || !gpu_capable(c) || c->tls || !c->key_set
+        || !c->held_known) {
+        if (out == NULL && inl > 0)
+            goto null_out;
         return fb_update(c, out, outl, outsize, in, inl);
+    }
+    if (out == NULL)
+        goto null_out;
     if (buffers_blocks(c))
         return update_blocks(c, out, outl, outsize, in, inl);
     return update_stream(c, out, outl, outsize, in, inl);
+ null_out:
+    /* Only AEAD ciphers take data without output (AAD); the default provider would crash. */
+    ERR_raise(ERR_LIB_PROV, ERR_R_PASSED_NULL_PARAMETER);
+    return 0;
 }
 
 int block_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
 {
     block_ctx *c = vctx;
 
+    if (!c->fb->final(c->fbctx, out, outl, outsize)) {
+        /* The default provider may keep (even transform) its buffer: GPU
+         * updates need our mirror of it, so they wait for a re-init. */
+        c->held_known = 0;
+        return 0;
+    }
     c->nheld = 0;
-    return c->fb->final(c->fbctx, out, outl, outsize);
+    return 1;
 }
 
 /* EVP_Cipher(): whole buffers, no buffering (libssl's record layer uses it). */
@@ -371,6 +402,10 @@ int block_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
 {
     block_ctx *c = vctx;
 
+    if (out == NULL && inl > 0) {
+        ERR_raise(ERR_LIB_PROV, ERR_R_PASSED_NULL_PARAMETER);
+        return 0;
+    }
     return c->fb->cipher(c->fbctx, out, outl, outsize, in, inl);
 }
 

@@ -49,6 +49,7 @@ typedef struct gcm_ctx {
     int aad_in_ghctx;                 /* ghctx has seen (some of) this message's AAD */
     unsigned char tag[BLOCK];         /* decrypt: expected; encrypt: computed at final */
     size_t taglen;
+    int tag_ours;                     /* the last tag made was our engine's (else the fallback's) */
     /* gpuaes's own GCM engine (msg == MSG_GPU) */
     struct {
         void *ghctx;                  /* default GCM used as GHASH over AAD||pad||C */
@@ -61,6 +62,8 @@ typedef struct gcm_ctx {
         size_t mres;                  /* bytes of ek used */
         unsigned long long aadlen, datalen;
         int finished;
+        int ghash_dead;               /* a final failed: as in the default provider, data
+                                         still flows but no tag will verify */
     } g;
 } gcm_ctx;
 
@@ -84,6 +87,7 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
     c->var = var;
     c->fb = var->fallback;
     c->ecb = ecb_of(var);
+    c->ivlen = 12;                    /* the default provider's initial IV length */
     c->fbctx = c->fb->newctx(prov->fallback_provctx);
     if (c->fbctx == NULL || c->ecb == NULL) {
         c->fb->freectx(c->fbctx);
@@ -136,6 +140,7 @@ void *gcm_dupctx(void *vctx)
 static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
 {
     const OSSL_PARAM *p;
+    size_t sz;
 
     if (params == NULL)
         return;
@@ -145,10 +150,19 @@ static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
         c->tls = 1;
         c->msg = MSG_FALLBACK;
     }
+    /* A different IV length voids the IV (the default provider then refuses data). */
+    p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_IVLEN);
+    if (p != NULL && OSSL_PARAM_get_size_t(p, &sz) && sz != c->ivlen) {
+        c->ivlen = sz;
+        c->iv_set = 0;
+        if (!(c->msg == MSG_GPU && c->g.finished))
+            c->msg = MSG_FALLBACK;
+    }
     p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TAG);
     if (p != NULL && p->data != NULL && p->data_size <= BLOCK) {
         memcpy(c->tag, p->data, p->data_size);
         c->taglen = p->data_size;
+        c->tag_ours = 0;              /* the fallback's tag buffer holds it too */
     }
 }
 
@@ -156,6 +170,19 @@ static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
                     const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[], int enc)
 {
     OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? c->fb->einit : c->fb->dinit;
+
+    if (key != NULL && iv == NULL && c->msg == MSG_GPU && !c->g.finished) {
+        /* Re-keyed in the middle of a message on our engine: the fallback takes
+         * over.  The default provider would now hold a started message (its IV
+         * applied) whose GCM state the new key zeroes; one byte of AAD brings
+         * the fallback to that same point before the re-key zeroes it too. */
+        static const unsigned char one = 0;
+        size_t outl;
+
+        ERR_set_mark();
+        (void)c->fb->update(c->fbctx, NULL, &outl, 1, &one, 1);
+        ERR_pop_to_mark();
+    }
 
     if (!init(c->fbctx, key, keylen, iv, ivlen, params))
         return 0;
@@ -166,8 +193,10 @@ static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
         c->g.keyed = 0;
         gpuaes_key_free(c->g.gpukey);
         c->g.gpukey = NULL;
-        if ((c->msg == MSG_GPU && !c->g.finished) || c->aad_in_ghctx)
-            c->msg = MSG_FALLBACK;    /* re-keyed mid-message: the default's semantics */
+        /* Re-keyed mid-message: the default provider's context carries on (a
+         * finished message stays finished: no update or final without a new IV). */
+        if (iv == NULL && c->msg != MSG_FALLBACK && !(c->msg == MSG_GPU && c->g.finished))
+            c->msg = MSG_FALLBACK;
     }
     if (iv != NULL) {
         memcpy(c->iv, iv, ivlen);
@@ -180,6 +209,7 @@ static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
         c->g.mres = 0;
         c->g.aadlen = c->g.datalen = 0;
         c->g.finished = 0;
+        c->g.ghash_dead = 0;
     }
     note_params(c, params);
     return 1;
@@ -203,6 +233,9 @@ int gcm_dinit(void *vctx, const unsigned char *key, size_t keylen,
 static int ghash(gcm_ctx *c, const unsigned char *p, size_t len)
 {
     size_t outl;
+
+    if (c->g.ghash_dead)
+        return 1;
 
     /* The default provider wants an "output size" even for AAD. */
     return len == 0 || c->fb->update(c->g.ghctx, NULL, &outl, len, p, len);
@@ -343,7 +376,7 @@ static int engine_crypt(gcm_ctx *c, unsigned char *out, const unsigned char *in,
     in += head;
     len -= head;
     mid = len & ~(size_t)(BLOCK - 1);
-    if (mid >= 2 * BLOCK && offload_wanted(c->prov, mid)) {
+    if (mid >= BLOCK && offload_wanted(c->prov, mid)) {
         gpuaes_job job = { .op = GPUAES_CTR32, .in = in, .out = out, .len = mid };
 
         if (c->g.gpukey == NULL)
@@ -398,9 +431,10 @@ static int engine_final(gcm_ctx *c)
     size_t outl;
     int ok;
 
-    c->g.finished = 1;
     if (!c->enc && c->taglen == 0)
-        return 0;                     /* as the default provider: no tag, no final */
+        return 0;                     /* as the default provider: no tag, no final (yet) */
+    if (c->g.ghash_dead)
+        return 0;
     if (!c->fb->final(c->g.ghctx, NULL, &outl, 0) || !c->fb->get_ctx_params(c->g.ghctx, p))
         return 0;
     /* ghctx hashed everything as AAD: fix its length block. */
@@ -414,12 +448,17 @@ static int engine_final(gcm_ctx *c)
     if (c->enc) {
         memcpy(c->tag, tag, BLOCK);
         c->taglen = BLOCK;
+        c->tag_ours = 1;
         ok = 1;
     } else {
         ok = CRYPTO_memcmp(tag, c->tag, c->taglen) == 0;
     }
+    /* Only a successful final ends the message (as in the default provider). */
+    c->g.finished = ok;
+    c->g.ghash_dead = !ok;
     OPENSSL_cleanse(tag, sizeof(tag));
-    OPENSSL_cleanse(&c->g.ek, sizeof(c->g.ek));
+    if (ok)                           /* after a failed final, data may still flow */
+        OPENSSL_cleanse(&c->g.ek, sizeof(c->g.ek));
     return ok;
 }
 
@@ -457,13 +496,13 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     case MSG_GPU:
         break;
     }
+    if (inl == 0) {                   /* as the default provider: before any state check */
+        *outl = 0;
+        return 1;
+    }
     if (c->g.finished) {
         ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
         return 0;
-    }
-    if (inl == 0) {
-        *outl = 0;
-        return 1;
     }
     if (out == NULL) {                /* AAD after data: as the default, refused */
         if (c->g.datalen > 0 || !ghash(c, in, inl)) {
@@ -491,8 +530,11 @@ int gcm_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
 {
     gcm_ctx *c = vctx;
 
-    if (c->msg != MSG_GPU)
+    if (c->msg != MSG_GPU) {
+        c->msg = MSG_FALLBACK;        /* its state now says what may follow */
+        c->tag_ours = 0;
         return c->fb->final(c->fbctx, out, outl, outsize);
+    }
     if (c->g.finished)
         return 0;
     *outl = 0;
@@ -521,11 +563,10 @@ int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
     int ok;
 
     /* EVP asks for ivlen on every init: keep this path short. */
-    if (c->msg != MSG_GPU || (tag = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG)) == NULL)
+    if (!c->tag_ours || (tag = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG)) == NULL)
         return c->fb->get_ctx_params(c->fbctx, params);
-    /* The tag of a message on our engine is ours; the rest is the fallback's. */
-    if (tag->data_size == 0 || tag->data_size > BLOCK || !c->enc || !c->g.finished
-        || c->taglen == 0) {
+    /* The last tag was made by our engine: it is ours; the rest is the fallback's. */
+    if (tag->data_size == 0 || tag->data_size > BLOCK || !c->enc) {
         ERR_raise(ERR_LIB_PROV, PROV_R_INVALID_TAG);
         return 0;
     }

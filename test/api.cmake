@@ -3,8 +3,44 @@
 add_library(api_util STATIC api_util.c)
 target_link_libraries(api_util PUBLIC testutil OpenSSL::Crypto)
 
-gpuaes_test_program(test_params test_params.c test_params_pv.c test_params_ctx.c test_params_gcm.c)
+gpuaes_test_program(test_params test_params.c test_params_pv.c test_params_ctx.c test_params_gcm.c
+  test_params_fuzz.c)
 target_link_libraries(test_params PRIVATE api_util)
 gpuaes_test(NAME params COMMAND test_params TIMEOUT 120)
 gpuaes_test(NAME params_nogpu COMMAND test_params TIMEOUT 120
   ENV "GPUAES_DISABLE_GPU=1;GPUAES_OFFLOAD_MIN_BYTES=12345")
+# every update of two blocks or more on the GPU path: its parameter tracking
+gpuaes_test(NAME params_gpu COMMAND test_params --gpu LABELS gpu TIMEOUT 120
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
+
+gpuaes_test_program(test_bad_input test_bad_input.c)
+target_link_libraries(test_bad_input PRIVATE api_util)
+gpuaes_test(NAME bad_input COMMAND test_bad_input TIMEOUT 300)
+gpuaes_test(NAME bad_input_gpu COMMAND test_bad_input --gpu LABELS gpu TIMEOUT 300
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
+
+gpuaes_test_program(test_fork test_fork.c)
+target_link_libraries(test_fork PRIVATE api_util)
+gpuaes_test(NAME fork COMMAND test_fork TIMEOUT 300)
+gpuaes_test(NAME fork_gpu COMMAND test_fork --gpu LABELS gpu TIMEOUT 300
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
+
+gpuaes_test_program(test_fault test_fault.c)
+target_link_libraries(test_fault PRIVATE api_util)
+foreach(stage alloc copyin launch copyout sync)
+  gpuaes_test(NAME fault_${stage} COMMAND test_fault LABELS gpu TIMEOUT 300
+    ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_FAULT=${stage}")
+endforeach()
+
+gpuaes_test_program(test_tls test_tls.c)
+target_link_libraries(test_tls PRIVATE api_util)
+gpuaes_test(NAME tls COMMAND test_tls TIMEOUT 300)
+gpuaes_test(NAME tls_gpu COMMAND test_tls --gpu LABELS gpu TIMEOUT 300
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
+
+# The CLI test: the openssl on PATH, this build's module.
+gpuaes_test_program(gpu_probe gpu_probe.c)
+gpuaes_test(NAME cli TIMEOUT 300
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh ${PROJECT_SOURCE_DIR} $<TARGET_FILE:gpu_probe>)
+gpuaes_test(NAME cli_gpu LABELS gpu TIMEOUT 300 ENV "GPUAES_OFFLOAD_MIN_BYTES=0"
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh ${PROJECT_SOURCE_DIR} $<TARGET_FILE:gpu_probe> --gpu)

@@ -1,0 +1,24 @@
+# Known-answer tests (test_kat: test/vectors, see its README.md) and the
+# differential test against OpenSSL's default provider (test_diff).
+gpuaes_test_program(test_kat test_kat.c kat_vectors.c kat_diff_op.c)
+gpuaes_test_program(test_diff test_diff.c test_diff_stream.c test_diff_wrap.c test_diff_big.c
+  kat_diff_op.c)
+
+# CPU path with default settings; run everywhere.
+gpuaes_test(NAME kat COMMAND test_kat)
+gpuaes_test(NAME diff COMMAND test_diff)
+# The threshold makes updates alternate between CPU and GPU on a GPU host.
+gpuaes_test(NAME diff_switch COMMAND test_diff ENV GPUAES_OFFLOAD_MIN_BYTES=4096)
+gpuaes_test(NAME diff_threads COMMAND test_diff --threads 8)
+
+# GPU path: skipped (77) without a GPU; --gpu asserts that gpu-bytes grew.
+gpuaes_test(NAME kat_gpu COMMAND test_kat --gpu
+  LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=0)
+gpuaes_test(NAME diff_gpu COMMAND test_diff --gpu
+  LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=0)
+gpuaes_test(NAME diff_gpu_switch COMMAND test_diff --gpu
+  LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=4096)
+gpuaes_test(NAME diff_gpu_threads COMMAND test_diff --gpu --threads 16
+  LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=0)
+gpuaes_test(NAME diff_gpu_big COMMAND test_diff --gpu --big
+  LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=0 TIMEOUT 900)

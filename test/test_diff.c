@@ -8,7 +8,7 @@
  *                  [--case CIPHER:SEED]
  *   --gpu         skip (77) without a GPU; require gpu-bytes to grow and gpu-errors not to
  *   --max-bytes   largest random message (default 4 MiB)
- *   --iterations  random cases per cipher, or per thread with --threads (default 12)
+ *   --iterations  random cases per cipher, or per thread with --threads (default 100)
  *   --threads N   N threads with their own contexts run random cases concurrently
  *   --big         only the 64 MiB / 1 GiB in-place comparisons
  *   --case C:S    rerun one random case (as printed by a failure) and nothing else
@@ -85,15 +85,25 @@ static kd_split rand_split(drng *r, size_t len)
     static const kd_split_style styles[] = { KD_ONE_SHOT, KD_TINY, KD_ODD, KD_MIXED, KD_BLOCKS };
     kd_split_style s = styles[drng_below(r, 5)];
 
-    if (s == KD_TINY && len > (1u << 20))   /* keep the number of calls bounded */
+    if (s == KD_TINY && len > (64u << 10))   /* bound the number of calls (GPU latency) */
         s = KD_MIXED;
     return kd_split_make(s, drng_next(r));
 }
 
-/* Buffers of one case, freed together. */
+/* Buffers of one case, each at a random misalignment (the GPU path copies them). */
 typedef struct {
     unsigned char *pt, *ct_ref, *ct_sub, *out, *aad;
+    void *base[5];
+    int n;
 } bufs;
+
+static unsigned char *alloc_misaligned(bufs *b, drng *r, size_t size)
+{
+    unsigned char *p = malloc(size + 16);
+
+    b->base[b->n++] = p;
+    return p + drng_below(r, 16);
+}
 
 static void compare_decrypt(diff_ctx *dc, drng *r, int i, const kd_op *base, size_t ctlen,
                             size_t ptlen, bufs *b, const char *desc);
@@ -129,16 +139,18 @@ void diff_random_case(diff_ctx *dc, uint64_t seed, int i)
         iv[15] = (unsigned char)(0xff - drng_below(r, 4));
     }
     op.aadlen = m == KD_GCM && (drng_next(r) & 1) ? diff_rand_len(r, 5000) : 0;
-    b.pt = malloc(len + 16);
-    b.ct_ref = malloc(len + 32);
-    b.ct_sub = malloc(len + 32);
-    b.out = malloc(len + 32);
-    b.aad = malloc(op.aadlen + 1);
+    b.n = 0;
+    b.pt = alloc_misaligned(&b, r, len + 16);
+    b.ct_ref = alloc_misaligned(&b, r, len + 32);
+    b.ct_sub = alloc_misaligned(&b, r, len + 32);
+    b.out = alloc_misaligned(&b, r, len + 32);
+    b.aad = alloc_misaligned(&b, r, op.aadlen + 1);
     drng_bytes(r, b.pt, len);
     drng_bytes(r, b.aad, op.aadlen);
     op.aad = b.aad;
-    snprintf(desc, sizeof(desc), "--case %s:%llu (len=%zu padding=%d ivlen=%zu aadlen=%zu)",
-             kc->name, (unsigned long long)seed, len, padding, op.ivlen, op.aadlen);
+    snprintf(desc, sizeof(desc), "--max-bytes %zu --case %s:%llu (len=%zu padding=%d ivlen=%zu"
+             " aadlen=%zu)", dc->max_bytes, kc->name, (unsigned long long)seed, len, padding,
+             op.ivlen, op.aadlen);
 
     /* Encrypt: default in one call is the reference; gpuaes gets random cuts. */
     op.tag = tag_ref;
@@ -158,7 +170,8 @@ void diff_random_case(diff_ctx *dc, uint64_t seed, int i)
     /* Decrypt each other's ciphertext, and random input, and forged messages. */
     op.tag = tag_ref;
     compare_decrypt(dc, r, i, &op, ref_len, len, &b, desc);
-    free(b.pt); free(b.ct_ref); free(b.ct_sub); free(b.out); free(b.aad);
+    for (int k = 0; k < b.n; k++)
+        free(b.base[k]);
 }
 
 static void compare_decrypt(diff_ctx *dc, drng *r, int i, const kd_op *base, size_t ctlen,
@@ -246,7 +259,7 @@ static size_t parse_size(const char *s)
 static int parse_args(diff_ctx *dc, int argc, char **argv)
 {
     dc->max_bytes = 4u << 20;
-    dc->iterations = 12;
+    dc->iterations = 100;
     for (int a = 1; a < argc; a++) {
         const char *o = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
 
@@ -279,7 +292,9 @@ static void run_all(diff_ctx *dc, drng *r)
         diff_switching(dc, r, i);
         diff_dupctx(dc, r, i);
         diff_reinit(dc, r, i);
-        printf("%-12s ok so far: %d failures\n", kd_ciphers[i].name, test_failures);
+        if (i == KD_NCIPHERS - 1)
+            diff_wrap(dc, r);
+        printf("%-12s done, %d failures so far\n", kd_ciphers[i].name, test_failures);
         fflush(stdout);
     }
 }
@@ -299,10 +314,11 @@ static void *worker_main(void *arg)
     for (int it = 0; it < w->dc->iterations; it++) {
         int i = (int)drng_below(&r, KD_NCIPHERS);
 
-        switch (drng_below(&r, 8)) {
-        case 0: diff_switching(w->dc, &r, i); break;
-        case 1: diff_dupctx(w->dc, &r, i); break;
-        case 2: diff_reinit(w->dc, &r, i); break;
+        switch (drng_below(&r, 16)) {
+        case 0: case 1: diff_switching(w->dc, &r, i); break;
+        case 2: case 3: diff_dupctx(w->dc, &r, i); break;
+        case 4: case 5: diff_reinit(w->dc, &r, i); break;
+        case 6: diff_wrap(w->dc, &r); break;
         default: diff_random_case(w->dc, drng_next(&r), i); break;
         }
     }
@@ -358,8 +374,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < KD_NCIPHERS; i++) {
         dc.sub[i] = test_fetch(&dc.env, kd_ciphers[i].name, "gpuaes");
         dc.ref[i] = test_fetch(&dc.env, kd_ciphers[i].name, "default");
-        if (dc.sub[i] == NULL || dc.ref[i] == NULL) {
-            fprintf(stderr, "cannot fetch %s\n", kd_ciphers[i].name);
+        if (dc.sub[i] == NULL || dc.ref[i] == NULL
+            || strcmp(OSSL_PROVIDER_get0_name(EVP_CIPHER_get0_provider(dc.sub[i])), "gpuaes") != 0) {
+            fprintf(stderr, "cannot fetch %s from both providers\n", kd_ciphers[i].name);
             return 1;
         }
     }

@@ -40,6 +40,9 @@ void diff_switching(diff_ctx *dc, drng *r, int i);   /* CPU/GPU alternation, num
 void diff_dupctx(diff_ctx *dc, drng *r, int i);      /* EVP_CIPHER_CTX_copy mid-stream */
 void diff_reinit(diff_ctx *dc, drng *r, int i);      /* re-init with NULL key / NULL IV */
 
+/* test_diff_wrap.c: CTR and GCM counters wrapping inside long messages. */
+void diff_wrap(diff_ctx *dc, drng *r);
+
 /* test_diff_big.c: 64 MiB and 1 GiB in place, every GPU mode and key size. */
 void diff_big(diff_ctx *dc, drng *r);
 

@@ -23,8 +23,16 @@ static EVP_CIPHER *cipher_for(int prov, const kd_cipher *kc)
 {
     int i = (int)(kc - kd_ciphers);
 
-    if (fetched[prov][i] == NULL)
-        fetched[prov][i] = test_fetch(&env, kc->name, provs[prov]);
+    if (fetched[prov][i] == NULL) {
+        EVP_CIPHER *c = test_fetch(&env, kc->name, provs[prov]);
+
+        /* a fetch that fell through to another provider would test the wrong code */
+        if (c != NULL && strcmp(OSSL_PROVIDER_get0_name(EVP_CIPHER_get0_provider(c)), provs[prov]) != 0) {
+            EVP_CIPHER_free(c);
+            c = NULL;
+        }
+        fetched[prov][i] = c;
+    }
     return fetched[prov][i];
 }
 
@@ -88,7 +96,7 @@ int main(int argc, char **argv)
 {
     const char *dir = getenv("GPUAES_VECTORS");
     int gpu = argc > 1 && strcmp(argv[1], "--gpu") == 0;
-    uint64_t gpu_before = 0;
+    uint64_t gpu_before = 0, errors_before = 0;
     size_t total = 0;
 
     test_seed(0x6b6174);
@@ -101,6 +109,7 @@ int main(int argc, char **argv)
     if (gpu) {
         test_require_gpu(&env);
         gpu_before = test_gpu_bytes(&env);
+        errors_before = test_gpu_errors(&env);
     }
     for (const kat_file *f = kat_files; f->path != NULL; f++) {
         kat_list list;
@@ -127,8 +136,8 @@ int main(int argc, char **argv)
         uint64_t after = test_gpu_bytes(&env);
 
         printf("gpu-bytes %llu -> %llu\n", (unsigned long long)gpu_before, (unsigned long long)after);
-        TEST_CHECK(after > gpu_before);
-        TEST_CHECK(test_gpu_errors(&env) == 0);
+        TEST_CHECK(after > gpu_before);                       /* the GPU did run */
+        TEST_CHECK(test_gpu_errors(&env) == errors_before);   /* and never failed */
     }
     for (int p = 0; p < 2; p++)
         for (int i = 0; i < KD_NCIPHERS; i++)

@@ -364,7 +364,7 @@ static void check_gpu_accounting(test_env *env)
     EVP_CIPHER_free(cd);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_env env;
 
@@ -372,11 +372,14 @@ int main(void)
     check_config();          /* first: its own library context, before anything else */
     if (!test_env_open(&env))
         return 1;
+    if (argc > 1 && strcmp(argv[1], "--gpu") == 0)
+        test_require_gpu(&env);
     check_provider_params(&env);
     for (int i = 0; i < API_NCIPHERS; i++)
         check_cipher(&env, api_ciphers[i]);
     check_names(&env);
     params_ctx_tests(&env);
+    params_fuzz_tests(&env);
     check_gpu_accounting(&env);
     test_env_close(&env);
     return test_report("params");

@@ -20,7 +20,8 @@ void pv_ctx(EVP_CIPHER_CTX *x, const char *key, unsigned type, pval *v);
 int pv_equal(const pval *a, const pval *b);
 void pv_print(const char *who, const pval *v);
 
-/* The context-level checks (test_params_ctx.c). */
+/* The context-level checks (test_params_ctx.c) and random API sequences (test_params_fuzz.c). */
 void params_ctx_tests(test_env *env);
+void params_fuzz_tests(test_env *env);
 
 #endif

@@ -92,13 +92,13 @@ void test_seed(uint64_t seed)
 
     if (env != NULL)
         seed = strtoull(env, NULL, 0);
+    printf("seed %llu (GPUAES_TEST_SEED reproduces it)\n", (unsigned long long)seed);
     for (int i = 0; i < 4; i++) {            /* splitmix64 */
         uint64_t z = (seed += 0x9e3779b97f4a7c15ULL);
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
         z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
         rng_state[i] = z ^ (z >> 31);
     }
-    printf("seed %llu\n", (unsigned long long)seed);
 }
 
 uint64_t test_rand64(void)

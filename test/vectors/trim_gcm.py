@@ -38,10 +38,8 @@ def main():
             entry = [line]
         elif s.startswith(b"["):
             flush()
-            if not s.startswith(b"[Keylen"):
-                pass
-            else:
-                kept_pass = kept_fail = 0   # a new group starts at [Keylen = ...]
+            if s.startswith(b"[Keylen"):       # a new group starts at [Keylen = ...]
+                kept_pass = kept_fail = 0
             out.append(line)
         elif entry is not None:
             entry.append(line)
