@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include "aes_kernels.cuh"
+#include "copy_pool.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
 
@@ -63,6 +64,10 @@ struct AtforkAtLoad {
 void at_exit_release()
 {
     g_exiting.store(true); // new jobs get BUSY from now on
+    // Join the staging copy workers and never start them again, also in a
+    // job that got past the check above just before (it copies alone).
+    // Joined, not left running: this also runs at dlclose of the module.
+    copy_pool_stop(true);
     gpuaes_gpu_release();
 }
 

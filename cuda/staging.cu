@@ -8,6 +8,14 @@
 // the caller's out[] is written by host memcpy, strictly in chunk order,
 // and only after the chunk's stream was synchronised, so out[0..done) is
 // always final and out[done..len) untouched, whatever fails.
+//
+// The host copies (caller's pageable in[] -> pinned, pinned -> pageable
+// out[]) are the bottleneck on one thread (~12 GB/s each, against 50+ GB/s
+// for PCIe and the kernels), so they go through parallel_memcpy()
+// (copy_pool.h): split over the calling thread and a few worker threads.
+// It returns only when the whole range is copied, so the ordering below is
+// unchanged: per iteration i, copy-out of chunk i-2, then copy-in of chunk
+// i, both while the GPU works on chunk i-1 (2 lanes).
 #include <cstdio>
 #include <cstring>
 #include <pthread.h>
@@ -16,6 +24,7 @@
 
 #include "aes_kernels.cuh"
 #include "aes_key.h"
+#include "copy_pool.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
 
@@ -259,7 +268,7 @@ class Pipeline {
             break;
         }
 
-        std::memcpy(l.host, job_->in + off, n);
+        parallel_memcpy(l.host, job_->in + off, n);
         p.active = true;
         p.index = i;
         p.off = off;
@@ -321,7 +330,7 @@ class Pipeline {
             fail("sync", "cudaStreamSynchronize", e);
             return false;
         }
-        std::memcpy(job_->out + p.off, l.host, p.n);
+        parallel_memcpy(job_->out + p.off, l.host, p.n); // all of it, before done moves
         job_->done += p.n;
         std::memcpy(done_chain_, p.last_in, 16);
         return true;
@@ -388,6 +397,14 @@ bool create_slot(Slot *s, gpuaes_job *job)
     return false;
 }
 
+// copy_pool_enter() / copy_pool_leave() around one job's pipeline.
+struct CopyPoolUse {
+    CopyPoolUse() { copy_pool_enter(); }
+    ~CopyPoolUse() { copy_pool_leave(); }
+    CopyPoolUse(const CopyPoolUse &) = delete;
+    CopyPoolUse &operator=(const CopyPoolUse &) = delete;
+};
+
 } // namespace
 
 void staging_atfork_child()
@@ -395,6 +412,7 @@ void staging_atfork_child()
     // A parent thread may have held the lock at fork() time.  The slots
     // themselves are never touched again when the parent used CUDA.
     pthread_mutex_init(&g_pool_lock, nullptr);
+    copy_pool_atfork_child();
 }
 
 } // namespace gpuaes
@@ -442,6 +460,7 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
 
     bool idle, fatal;
     {
+        CopyPoolUse copiers; // starts the copy workers at the first job
         Pipeline p(job, slot, kmode);
         idle = p.run();
         fatal = p.fatal();
@@ -460,6 +479,10 @@ extern "C" void gpuaes_gpu_release(void)
 {
     using namespace gpuaes;
     if (cuda_forbidden()) return; // forked child: the slots belong to the parent's CUDA
+    // Join the copy workers (a job still running elsewhere finishes its
+    // copies on its own thread); the next job starts them again, unless
+    // this is the exit-time release (copy_pool_stop(true) ran first).
+    copy_pool_stop(false);
     Slot *mine[kMaxSlots];
     int n = 0;
     pthread_mutex_lock(&g_pool_lock);

@@ -35,6 +35,7 @@ typedef struct block_ctx {
     int pad;                          /* ECB/CBC padding, as set through params */
     int tls;                          /* TLS record mode: everything on the fallback */
     int track;                        /* mirror the fallback's block buffer (held) */
+    size_t gpu_min;                   /* updates this long may go to the GPU; SIZE_MAX: never */
     unsigned char oiv[BLOCK];         /* IV given at init: the "iv" parameter */
     int oiv_set;
     int resynced;                     /* the fallback's own copy of that IV is gone */
@@ -85,6 +86,23 @@ static void track_held(block_ctx *c, const unsigned char *in, size_t inl)
     c->nheld = keep;
 }
 
+/* One compare on the hot path instead of every reason a context cannot use the GPU. */
+static offload_kind kind_of(const block_ctx *c)
+{
+    switch (c->var->mode) {
+    case MODE_ECB: return c->enc ? OFFLOAD_ECB_ENC : OFFLOAD_ECB_DEC;
+    case MODE_CBC: return OFFLOAD_CBC_DEC;
+    case MODE_CFB: return OFFLOAD_CFB_DEC;
+    default: return OFFLOAD_CTR;
+    }
+}
+
+static void update_gpu_min(block_ctx *c)
+{
+    c->gpu_min = gpu_capable(c) && !c->tls && c->key_set && c->held_known
+        ? c->prov->offload_min[kind_of(c)] : SIZE_MAX;
+}
+
 void *block_newctx(void *provctx, const gpuaes_variant *var)
 {
     block_ctx *c = OPENSSL_zalloc(sizeof(*c));
@@ -96,6 +114,7 @@ void *block_newctx(void *provctx, const gpuaes_variant *var)
     c->var = var;
     c->fb = var->fallback;
     c->pad = 1;
+    c->gpu_min = SIZE_MAX;
     c->fbctx = c->fb->newctx(prov->fallback_provctx);
     if (c->fbctx == NULL) {
         OPENSSL_free(c);
@@ -177,6 +196,7 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
         c->oiv_set = 1;
         c->resynced = 0;
     }
+    update_gpu_min(c);
     return 1;
 }
 
@@ -364,9 +384,8 @@ int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
 {
     block_ctx *c = vctx;
 
-    /* The common case first: small, serial, TLS or no GPU: the default provider as is. */
-    if (!offload_wanted(c->prov, inl) || !gpu_capable(c) || c->tls || !c->key_set
-        || !c->held_known) {
+    /* The common case first: small, serial, TLS: the default provider as is. */
+    if (inl < c->gpu_min || !gpuaes_gpu_available()) {
         if (out == NULL && inl > 0)
             goto null_out;
         return fb_update(c, out, outl, outsize, in, inl);
@@ -390,6 +409,7 @@ int block_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
         /* The default provider may keep (even transform) its buffer: GPU
          * updates need our mirror of it, so they wait for a re-init. */
         c->held_known = 0;
+        update_gpu_min(c);
         return 0;
     }
     c->nheld = 0;
@@ -435,6 +455,7 @@ int block_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     if (!c->fb->set_ctx_params(c->fbctx, params))
         return 0;
     note_params(c, params);
+    update_gpu_min(c);
     return 1;
 }
 

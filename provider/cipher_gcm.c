@@ -376,7 +376,7 @@ static int engine_crypt(gcm_ctx *c, unsigned char *out, const unsigned char *in,
     in += head;
     len -= head;
     mid = len & ~(size_t)(BLOCK - 1);
-    if (mid >= BLOCK && offload_wanted(c->prov, mid)) {
+    if (mid >= BLOCK && offload_wanted(c->prov, OFFLOAD_GCM, mid)) {
         gpuaes_job job = { .op = GPUAES_CTR32, .in = in, .out = out, .len = mid };
 
         if (c->g.gpukey == NULL)
@@ -484,7 +484,7 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
             return undecided_aad(c, in, inl);
         }
         /* The first data decides; the cheap length test first. */
-        if (inl == 0 || !offload_wanted(c->prov, inl) || !gpu_possible(c)) {
+        if (inl == 0 || !offload_wanted(c->prov, OFFLOAD_GCM, inl) || !gpu_possible(c)) {
             c->msg = inl == 0 ? MSG_UNDECIDED : MSG_FALLBACK;
             return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
         }

@@ -50,13 +50,23 @@ typedef struct gpuaes_variant {
     fallback_cipher *fallback;             /* the default provider's, resolved at load */
 } gpuaes_variant;
 
+/* The GPU operations, each with its own offload threshold. */
+typedef enum {
+    OFFLOAD_ECB_ENC, OFFLOAD_ECB_DEC, OFFLOAD_CBC_DEC, OFFLOAD_CFB_DEC, OFFLOAD_CTR, OFFLOAD_GCM,
+    OFFLOAD_KINDS
+} offload_kind;
+
 /* Provider context: one per load of the module into a library context. */
 typedef struct gpuaes_prov {
     const OSSL_CORE_HANDLE *handle;
     OSSL_LIB_CTX *fallback_libctx;         /* private: holds only the default provider */
     OSSL_PROVIDER *fallback_prov;
     void *fallback_provctx;
-    size_t offload_min_bytes;              /* updates at least this long may go to the GPU */
+    /* Updates at least this long go to the GPU (SIZE_MAX: never).  From
+     * offload_min_bytes when set, else the measured per-operation defaults. */
+    size_t offload_min[OFFLOAD_KINDS];
+    int offload_min_set;                   /* offload_min_bytes was given (cnf or env) */
+    size_t offload_min_bytes;              /* its value, when given */
 } gpuaes_prov;
 
 /* fallback.c: the default provider, loaded privately; fills each variant's
@@ -64,12 +74,13 @@ typedef struct gpuaes_prov {
 int fallback_load(gpuaes_prov *prov);
 void fallback_unload(gpuaes_prov *prov);
 
-/* settings.c: knobs from openssl.cnf and the environment. */
-size_t settings_offload_min_bytes(const OSSL_CORE_HANDLE *handle,
-                                  OSSL_FUNC_core_get_params_fn *core_get_params);
+/* settings.c: knobs from openssl.cnf and the environment; fills prov->offload_*. */
+void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_params);
+/* "ecb-enc=4M,ecb-dec=...": the thresholds in force, for the provider parameter. */
+const char *settings_policy(const gpuaes_prov *prov);
 
 /* offload.c: the decision to use the GPU, and running a job with its reporting. */
-int offload_wanted(const gpuaes_prov *prov, size_t len);
+int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t len);
 /* Runs job on the GPU; on failure records the error (queue, debug log, counter).
  * Returns the bytes done (job->iv is the state at in + done). */
 size_t offload_run(gpuaes_job *job);

@@ -11,9 +11,9 @@
 static _Atomic uint64_t gpu_bytes;
 static _Atomic uint64_t gpu_errors;
 
-int offload_wanted(const gpuaes_prov *prov, size_t len)
+int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t len)
 {
-    return len >= prov->offload_min_bytes && len >= 16 && gpuaes_gpu_available();
+    return len >= prov->offload_min[kind] && len >= 16 && gpuaes_gpu_available();
 }
 
 size_t offload_run(gpuaes_job *job)

@@ -89,6 +89,7 @@ static const OSSL_PARAM *gpuaes_gettable_params(void *provctx)
         OSSL_PARAM_uint64("gpu-bytes", NULL),
         OSSL_PARAM_uint64("gpu-errors", NULL),
         OSSL_PARAM_uint64("offload-min-bytes", NULL),
+        OSSL_PARAM_utf8_string("offload-policy", NULL, 0),
         OSSL_PARAM_END
     };
     return table;
@@ -145,7 +146,11 @@ static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
     if (p != NULL && !OSSL_PARAM_set_uint64(p, offload_gpu_errors()))
         return 0;
     p = OSSL_PARAM_locate(params, "offload-min-bytes");
-    if (p != NULL && !OSSL_PARAM_set_uint64(p, prov->offload_min_bytes))
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, prov->offload_min_set ? prov->offload_min_bytes
+                                                                    : UINT64_MAX))
+        return 0;
+    p = OSSL_PARAM_locate(params, "offload-policy");
+    if (p != NULL && !OSSL_PARAM_set_utf8_string(p, settings_policy(prov)))
         return 0;
     return 1;
 }
@@ -198,13 +203,13 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     if (prov == NULL)
         return 0;
     prov->handle = handle;
-    prov->offload_min_bytes = settings_offload_min_bytes(handle, core_get_params);
+    settings_load(prov, core_get_params);
     if (!fallback_load(prov)) {
         OPENSSL_free(prov);
         return 0;
     }
     build_algorithms();
-    gpuaes_debug("loaded; offload_min_bytes=%zu", prov->offload_min_bytes);
+    gpuaes_debug("loaded; offload thresholds %s", settings_policy(prov));
     *out = provider_functions;
     *provctx = prov;
     return 1;

@@ -3,17 +3,35 @@
  * environment variables (the variable wins).
  */
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <openssl/params.h>
 
 #include "gpuaes.h"
 
 /*
- * Default offload threshold.  Below it a GPU round trip (staging copies,
- * ~6 us of synchronisation) loses to one AES-NI core; chosen from the
- * measurements written down in docs/DESIGN.md ("Offload threshold").
+ * Default offload thresholds, per operation: below them a GPU round trip
+ * (staging copies, PCIe, ~6 us of synchronisation) loses to one AES-NI core.
+ * Measured on an H200 with bench/evp_bench (1 thread, gpuaes with
+ * GPUAES_OFFLOAD_MIN_BYTES=0 against the default provider, update sizes
+ * 64 KiB .. 256 MiB); the smallest size from which the GPU path was faster,
+ * rounded up.  SIZE_MAX: the GPU path never won, so it is used only when
+ * offload_min_bytes asks for it.  docs/DESIGN.md ("Offload thresholds") has
+ * the table.
  */
-#define OFFLOAD_MIN_BYTES_DEFAULT ((size_t)4 << 20)
+static const size_t offload_defaults[OFFLOAD_KINDS] = {
+    [OFFLOAD_ECB_ENC] = SIZE_MAX,
+    [OFFLOAD_ECB_DEC] = SIZE_MAX,
+    [OFFLOAD_CBC_DEC] = SIZE_MAX,
+    [OFFLOAD_CFB_DEC] = (size_t)64 << 10,
+    [OFFLOAD_CTR]     = (size_t)16 << 20,
+    [OFFLOAD_GCM]     = SIZE_MAX,
+};
+
+static const char *const offload_names[OFFLOAD_KINDS] = {
+    "ecb-enc", "ecb-dec", "cbc-dec", "cfb-dec", "ctr", "gcm"
+};
 
 /* Parses a byte count ("1048576", "4M", "64K"); returns 0 if malformed. */
 static int parse_bytes(const char *s, size_t *out)
@@ -39,18 +57,58 @@ static int parse_bytes(const char *s, size_t *out)
     return 1;
 }
 
-size_t settings_offload_min_bytes(const OSSL_CORE_HANDLE *handle,
-                                  OSSL_FUNC_core_get_params_fn *core_get_params)
+void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_params)
 {
-    size_t v = OFFLOAD_MIN_BYTES_DEFAULT;
     const char *env = getenv("GPUAES_OFFLOAD_MIN_BYTES");
     char *cnf = NULL;
     OSSL_PARAM p[2] = { OSSL_PARAM_utf8_ptr("offload_min_bytes", &cnf, 0), OSSL_PARAM_END };
+    size_t v;
 
-    if (core_get_params != NULL && core_get_params(handle, p) && cnf != NULL
-        && !parse_bytes(cnf, &v))
-        gpuaes_debug("ignoring malformed offload_min_bytes = %s", cnf);
-    if (env != NULL && !parse_bytes(env, &v))
-        gpuaes_debug("ignoring malformed GPUAES_OFFLOAD_MIN_BYTES=%s", env);
-    return v;
+    prov->offload_min_set = 0;
+    if (core_get_params != NULL && core_get_params(prov->handle, p) && cnf != NULL) {
+        if (parse_bytes(cnf, &v)) {
+            prov->offload_min_bytes = v;
+            prov->offload_min_set = 1;
+        } else {
+            gpuaes_debug("ignoring malformed offload_min_bytes = %s", cnf);
+        }
+    }
+    if (env != NULL) {
+        if (parse_bytes(env, &v)) {
+            prov->offload_min_bytes = v;
+            prov->offload_min_set = 1;
+        } else {
+            gpuaes_debug("ignoring malformed GPUAES_OFFLOAD_MIN_BYTES=%s", env);
+        }
+    }
+    for (int k = 0; k < OFFLOAD_KINDS; k++)
+        prov->offload_min[k] = prov->offload_min_set ? prov->offload_min_bytes : offload_defaults[k];
+}
+
+static void format_bytes(char *buf, size_t len, size_t v)
+{
+    if (v == SIZE_MAX)
+        snprintf(buf, len, "never");
+    else if (v >= ((size_t)1 << 20) && v % ((size_t)1 << 20) == 0)
+        snprintf(buf, len, "%zuM", v >> 20);
+    else if (v >= 1024 && v % 1024 == 0)
+        snprintf(buf, len, "%zuK", v >> 10);
+    else
+        snprintf(buf, len, "%zu", v);
+}
+
+const char *settings_policy(const gpuaes_prov *prov)
+{
+    static _Thread_local char buf[160];
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (int k = 0; k < OFFLOAD_KINDS && n < sizeof(buf); k++) {
+        char v[32];
+
+        format_bytes(v, sizeof(v), prov->offload_min[k]);
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s=%s", k ? "," : "",
+                              offload_names[k], v);
+    }
+    return buf;
 }
