@@ -4,10 +4,12 @@
 // Design: one queue of tasks (one task per parallel_memcpy call, living on
 // the caller's stack) and one lock.  A task has nparts parts; `next` is the
 // first part nobody has claimed, `left` the parts not yet copied.  Workers
-// and the caller claim parts under the lock (a few claims per MiB-sized
-// part: no contention worth speaking of), copy them without it, and count
-// them done under it.  The caller claims parts of its own task until none
-// is left, then waits only for parts that workers are copying.  So several
+// and the caller claim parts under the lock (one short critical section per
+// part of >= 512 KiB: no contention worth speaking of), copy them without
+// it, and count them done under it.  The caller claims parts of its own
+// task until none is left, then waits only for parts that workers are
+// copying.  (Rather than one caller at a time owning the pool: then a second
+// concurrent job would copy alone however idle the workers.)  So several
 // callers can share the workers (first come, first served), a caller never
 // depends on a worker being free, and stopping the workers at any time is
 // safe: they finish the part in hand, and the callers do the rest.
@@ -15,8 +17,15 @@
 // Workers are plain pthreads (no std::thread objects that could terminate
 // the process if destroyed unjoined), with every signal blocked, and are
 // joined by copy_pool_stop(): at exit (atexit handler) or dlclose, so that
-// no thread runs the module's code once it is unloaded.  Primitives are
-// statically initialised pthread ones and never destroyed.
+// no thread runs the module's code once it is unloaded.  The pool's own
+// primitives are statically initialised pthread ones, never destroyed (no
+// static destructor runs at exit).
+//
+// Fork: copy_pool_atfork_child(), registered with pthread_atfork at the
+// first start (and also called by device.cu's handler), re-creates the lock
+// and closes a pool that was started: a child of a process that used CUDA
+// never runs a GPU job, and its exit-time stop must not join threads that
+// exist only in the parent.
 #include "copy_pool.h"
 
 #include <algorithm>

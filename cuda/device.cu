@@ -67,7 +67,9 @@ void at_exit_release()
     // Join the staging copy workers and never start them again, also in a
     // job that got past the check above just before (it copies alone).
     // Joined, not left running: this also runs at dlclose of the module.
-    copy_pool_stop(true);
+    // Not in a forked child of a CUDA user: it has no workers, and keeps
+    // off everything of the GPU layer.
+    if (!g_child_after_cuda.load()) copy_pool_stop(true);
     gpuaes_gpu_release();
 }
 

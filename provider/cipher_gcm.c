@@ -14,6 +14,7 @@
  *    differs from the real one only in the length block, which final corrects:
  *    tag = tag' ^ (L ^ L') * H.  Everything is duplicable (dupctx).
  */
+#include <stdint.h>
 #include <string.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -202,7 +203,9 @@ static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
         memcpy(c->iv, iv, ivlen);
         c->ivlen = ivlen;
         c->iv_set = 1;
-        c->msg = c->tls ? MSG_FALLBACK : MSG_UNDECIDED;
+        /* Undecided only if the GPU could take this message at all. */
+        c->msg = c->tls || c->prov->offload_min[OFFLOAD_GCM] == SIZE_MAX ? MSG_FALLBACK
+                                                                          : MSG_UNDECIDED;
         c->naad = 0;
         c->aad_in_ghctx = 0;
         memset(&c->g.ctr, 0, sizeof(c->g.ctr));
