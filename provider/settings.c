@@ -15,18 +15,18 @@
  * (staging copies, PCIe, ~6 us of synchronisation) loses to one AES-NI core.
  * Measured on an H200 with bench/evp_bench (1 thread, gpuaes with
  * GPUAES_OFFLOAD_MIN_BYTES=0 against the default provider, update sizes
- * 64 KiB .. 256 MiB); the smallest size from which the GPU path was faster,
- * rounded up.  SIZE_MAX: the GPU path never won, so it is used only when
+ * 256 KiB .. 64 MiB, bench/results/2026-11-22-h200-crossover): the smallest
+ * measured size from which the GPU path was faster.  SIZE_MAX: the GPU path never won, so it is used only when
  * offload_min_bytes asks for it.  docs/DESIGN.md ("Offload thresholds") has
  * the table.
  */
 static const size_t offload_defaults[OFFLOAD_KINDS] = {
-    [OFFLOAD_ECB_ENC] = SIZE_MAX,
-    [OFFLOAD_ECB_DEC] = SIZE_MAX,
-    [OFFLOAD_CBC_DEC] = SIZE_MAX,
-    [OFFLOAD_CFB_DEC] = (size_t)64 << 10,
-    [OFFLOAD_CTR]     = (size_t)16 << 20,
-    [OFFLOAD_GCM]     = SIZE_MAX,
+    [OFFLOAD_ECB_ENC] = (size_t)4 << 20,   /* 1 MiB: 0.59x, 4 MiB: 1.23x (AES-128) */
+    [OFFLOAD_ECB_DEC] = (size_t)4 << 20,   /* 1 MiB: 0.51x, 4 MiB: 1.21x */
+    [OFFLOAD_CBC_DEC] = (size_t)4 << 20,   /* 1 MiB: 0.45x, 4 MiB: 1.57x */
+    [OFFLOAD_CFB_DEC] = (size_t)256 << 10, /* 256 KiB: 5.6x (CFB decryption is serial on a CPU) */
+    [OFFLOAD_CTR]     = (size_t)4 << 20,   /* 1 MiB: 0.61x, 4 MiB: 1.53x */
+    [OFFLOAD_GCM]     = SIZE_MAX,          /* 16 MiB: 0.73x, 64 MiB: 0.94x enc / 1.07x dec */
 };
 
 static const char *const offload_names[OFFLOAD_KINDS] = {

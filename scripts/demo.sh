@@ -29,6 +29,10 @@ cmp "$tmp/ct.gpuaes" "$tmp/ct.default" && echo "  ciphertexts identical"
 openssl enc -d -aes-256-ctr "${gp[@]}" -K $key -iv $iv -in "$tmp/ct.gpuaes" | cmp - "$tmp/plain" \
   && echo "  decrypts back"
 
+echo "== bench/evp_bench: one thread, gpuaes beside the default provider (medians of 3)"
+"$dir/bench/evp_bench" --provider-path "$dir" --ciphers AES-128-CTR,AES-256-ECB,AES-128-CBC,AES-128-CFB \
+  --dir dec --sizes 16K,64M --threads 1 --repeats 3 --min-time 0.1 2>/dev/null | grep -E '^(cipher|AES| )'
+
 echo "== openssl speed -evp (1 s per size; gpuaes then default)"
 for c in aes-128-ctr aes-256-gcm aes-128-cbc; do
   for p in gpuaes default; do
