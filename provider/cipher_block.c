@@ -24,18 +24,19 @@
 #define BLOCK 16
 
 typedef struct block_ctx {
-    const gpuaes_prov *prov;
-    const gpuaes_variant *var;
+    /* Hot: all that a small update reads, in one cache line. */
     const fallback_cipher *fb;
     void *fbctx;                      /* the default provider's context */
+    size_t gpu_min;                   /* updates this long may go to the GPU; SIZE_MAX: never */
+    int track;                        /* mirror the fallback's block buffer (held) */
+    const gpuaes_prov *prov;
+    const gpuaes_variant *var;
     gpuaes_key *gpukey;               /* made on first GPU use */
     unsigned char key[32];            /* kept to make gpukey lazily; wiped on free */
     int key_set;
     int enc;
     int pad;                          /* ECB/CBC padding, as set through params */
     int tls;                          /* TLS record mode: everything on the fallback */
-    int track;                        /* mirror the fallback's block buffer (held) */
-    size_t gpu_min;                   /* updates this long may go to the GPU; SIZE_MAX: never */
     unsigned char oiv[BLOCK];         /* IV given at init: the "iv" parameter */
     int oiv_set;
     int resynced;                     /* the fallback's own copy of that IV is gone */
@@ -379,26 +380,40 @@ static int update_stream(block_ctx *c, unsigned char *out, size_t *outl, size_t 
     return 1;
 }
 
+/* Only AEAD ciphers take data without output (AAD); the default provider would crash. */
+static __attribute__((noinline, cold)) int null_output(void)
+{
+    ERR_raise(ERR_LIB_PROV, ERR_R_PASSED_NULL_PARAMETER);
+    return 0;
+}
+
+/* Everything but the plainest update: the GPU, or mirroring the fallback's buffer. */
+static __attribute__((noinline)) int update_offload(block_ctx *c, unsigned char *out,
+                                                    size_t *outl, size_t outsize,
+                                                    const unsigned char *in, size_t inl)
+{
+    if (inl < c->gpu_min || !gpuaes_gpu_available())
+        return fb_update(c, out, outl, outsize, in, inl);
+    if (buffers_blocks(c))
+        return update_blocks(c, out, outl, outsize, in, inl);
+    return update_stream(c, out, outl, outsize, in, inl);
+}
+
+/*
+ * The hot path of every small update: one compare, then a tail call into
+ * the default provider (the GPU path lives out of line, so this function
+ * needs no stack frame).
+ */
 int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
                  const unsigned char *in, size_t inl)
 {
     block_ctx *c = vctx;
 
-    /* The common case first: small, serial, TLS: the default provider as is. */
-    if (inl < c->gpu_min || !gpuaes_gpu_available()) {
-        if (out == NULL && inl > 0)
-            goto null_out;
-        return fb_update(c, out, outl, outsize, in, inl);
-    }
-    if (out == NULL)
-        goto null_out;
-    if (buffers_blocks(c))
-        return update_blocks(c, out, outl, outsize, in, inl);
-    return update_stream(c, out, outl, outsize, in, inl);
- null_out:
-    /* Only AEAD ciphers take data without output (AAD); the default provider would crash. */
-    ERR_raise(ERR_LIB_PROV, ERR_R_PASSED_NULL_PARAMETER);
-    return 0;
+    if (out == NULL && inl > 0)
+        return null_output();
+    if (inl >= c->gpu_min || c->track)
+        return update_offload(c, out, outl, outsize, in, inl);
+    return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
 }
 
 int block_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)

@@ -472,11 +472,10 @@ static int gpu_possible(const gcm_ctx *c)
     return !c->tls && c->key_set && c->iv_set;   /* offload_wanted() asks for the GPU */
 }
 
-int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
-               const unsigned char *in, size_t inl)
+static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *out, size_t *outl,
+                                                   size_t outsize, const unsigned char *in,
+                                                   size_t inl)
 {
-    gcm_ctx *c = vctx;
-
     switch (c->msg) {
     case MSG_FALLBACK:
         return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
@@ -527,6 +526,17 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     }
     *outl = inl;
     return 1;
+}
+
+/* The hot path: a message on the default provider is a tail call into it. */
+int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
+               const unsigned char *in, size_t inl)
+{
+    gcm_ctx *c = vctx;
+
+    if (c->msg == MSG_FALLBACK)
+        return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+    return update_engine(c, out, outl, outsize, in, inl);
 }
 
 int gcm_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
