@@ -4,6 +4,7 @@
  * Its cipher functions are called directly through its dispatch tables
  * (OSSL_PROVIDER_query_operation): no second EVP layer on the CPU path.
  */
+#include <pthread.h>
 #include <string.h>
 #include <strings.h>
 #include <openssl/crypto.h>
@@ -60,10 +61,13 @@ static int complete(const fallback_cipher *fb)
         && fb->settable_ctx_params;
 }
 
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static int tables_filled;
+
 int fallback_load(gpuaes_prov *prov)
 {
     const OSSL_ALGORITHM *algs;
-    int no_cache = 0;
+    int no_cache = 0, ok;
     size_t v;
 
     prov->fallback_libctx = OSSL_LIB_CTX_new();
@@ -76,7 +80,10 @@ int fallback_load(gpuaes_prov *prov)
     algs = OSSL_PROVIDER_query_operation(prov->fallback_prov, OSSL_OP_CIPHER, &no_cache);
     if (algs == NULL)
         goto err;
-    for (v = 0; v < gpuaes_variant_count; v++) {
+    /* The functions are libcrypto's, the same for every load: fill the
+     * table once (a second load into another library context skips this). */
+    pthread_mutex_lock(&table_lock);
+    for (v = 0; !tables_filled && v < gpuaes_variant_count; v++) {
         const gpuaes_variant *var = &gpuaes_variants[v];
         const OSSL_ALGORITHM *a;
 
@@ -86,15 +93,21 @@ int fallback_load(gpuaes_prov *prov)
         if (a->algorithm_names == NULL) {
             ERR_raise_data(ERR_LIB_PROV, ERR_R_INIT_FAIL,
                            "gpuaes: the default provider has no %s", var->name);
-            goto err;
+            break;
         }
         take_functions(var->fallback, a);
         if (!complete(var->fallback)) {
             ERR_raise_data(ERR_LIB_PROV, ERR_R_INIT_FAIL,
                            "gpuaes: the default provider's %s lacks a function", var->name);
-            goto err;
+            break;
         }
     }
+    if (v == gpuaes_variant_count)
+        tables_filled = 1;
+    ok = tables_filled;
+    pthread_mutex_unlock(&table_lock);
+    if (!ok)
+        goto err;
     OSSL_PROVIDER_unquery_operation(prov->fallback_prov, OSSL_OP_CIPHER, algs);
     return 1;
  err:

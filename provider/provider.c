@@ -178,6 +178,8 @@ static const OSSL_DISPATCH provider_functions[] = {
 };
 
 /* The algorithm table: our implementations under the default provider's names. */
+static CRYPTO_ONCE algorithms_once = CRYPTO_ONCE_STATIC_INIT;
+
 static void build_algorithms(void)
 {
     for (size_t v = 0; v < V_COUNT; v++) {
@@ -208,7 +210,11 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         OPENSSL_free(prov);
         return 0;
     }
-    build_algorithms();
+    if (!CRYPTO_THREAD_run_once(&algorithms_once, build_algorithms)) {
+        fallback_unload(prov);
+        OPENSSL_free(prov);
+        return 0;
+    }
     gpuaes_debug("loaded; offload thresholds %s", settings_policy(prov));
     *out = provider_functions;
     *provctx = prov;
