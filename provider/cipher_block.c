@@ -87,7 +87,6 @@ static void track_held(block_ctx *c, const unsigned char *in, size_t inl)
     c->nheld = keep;
 }
 
-/* One compare on the hot path instead of every reason a context cannot use the GPU. */
 static offload_kind kind_of(const block_ctx *c)
 {
     switch (c->var->mode) {
@@ -98,10 +97,17 @@ static offload_kind kind_of(const block_ctx *c)
     }
 }
 
+/*
+ * One compare on the hot path instead of every reason a context cannot use
+ * the GPU.  The held bytes need mirroring only while the GPU may take an
+ * update: every way back to a finite gpu_min goes through a re-init, which
+ * empties the fallback's buffer.
+ */
 static void update_gpu_min(block_ctx *c)
 {
     c->gpu_min = gpu_capable(c) && !c->tls && c->key_set && c->held_known
         ? c->prov->offload_min[kind_of(c)] : SIZE_MAX;
+    c->track = buffers_blocks(c) && c->gpu_min != SIZE_MAX;
 }
 
 void *block_newctx(void *provctx, const gpuaes_variant *var)
@@ -164,8 +170,11 @@ static void note_params(block_ctx *c, const OSSL_PARAM params[])
     if (p != NULL && OSSL_PARAM_get_uint(p, &u))
         c->pad = u != 0;
     p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_TLS_VERSION);
-    if (p != NULL && OSSL_PARAM_get_uint(p, &u))
+    if (p != NULL && OSSL_PARAM_get_uint(p, &u)) {
+        if (c->tls && u == 0)
+            c->held_known = 0;        /* not mirrored in TLS mode: wait for a re-init */
         c->tls = u != 0;
+    }
 }
 
 static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
@@ -184,7 +193,6 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
     c->enc = enc;
     c->nheld = 0;
     c->held_known = 1;
-    c->track = buffers_blocks(c) && gpu_capable(c);
     note_params(c, params);
     if (key != NULL) {
         memcpy(c->key, key, c->var->keylen);
