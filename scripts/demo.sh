@@ -3,6 +3,8 @@
 # bytes compared with the default provider's, and openssl speed side by side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/deps.sh
+source scripts/deps.sh
 build=${GPUAES_BUILD_DIR:-build}
 # shellcheck disable=SC2086
 cmake -S . -B "$build" ${GPUAES_CMAKE_ARGS:-} >/dev/null

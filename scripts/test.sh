@@ -4,6 +4,8 @@
 # GPUAES_CMAKE_ARGS adds CMake options (e.g. -DCMAKE_CUDA_ARCHITECTURES=90).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/deps.sh
+source scripts/deps.sh
 build=${GPUAES_BUILD_DIR:-build}
 jobs=$(nproc)
 # shellcheck disable=SC2086
