@@ -196,7 +196,14 @@ static const OSSL_ALGORITHM *gpuaes_query(void *provctx, int operation_id, int *
 static void gpuaes_teardown(void *provctx)
 {
     gpuaes_prov *prov = provctx;
+    unsigned long long launches = 0, jobs = 0;
 
+    gpuaes_ks_stats(&launches, &jobs);
+    if (ks_bytes_made() > 0)
+        gpuaes_debug("keystream: made %llu, used %llu bytes (%.1f%% wasted), %llu launches for %llu fills",
+                     (unsigned long long)ks_bytes_made(), (unsigned long long)ks_bytes_used(),
+                     100.0 * (double)(ks_bytes_made() - ks_bytes_used()) / (double)ks_bytes_made(),
+                     launches, jobs);
     fallback_unload(prov);
     OPENSSL_free(prov);
 }
