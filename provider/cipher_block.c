@@ -527,7 +527,9 @@ static void ks_end(block_ctx *c)
 
 static void ks_fail(block_ctx *c, const char *what, const char *error)
 {
-    offload_report_failure(what, error);
+    /* Not a failure in a forked child or at exit: the GPU is just gone. */
+    if (gpuaes_gpu_available())
+        offload_report_failure(what, error);
     if (ks_sync_fb(c)) {
         ks_end(c);
         c->ramp_left = SIZE_MAX;      /* this stream stays on the CPU */
