@@ -38,6 +38,12 @@ namespace gpuaes {
 namespace {
 
 constexpr int kMaxJobs = 32;     // jobs per launch (the batch is a kernel parameter, < 32 KiB)
+// Keystream queued or in flight, all windows together, at most: about 0.6 ms
+// of D2H at ~55 GB/s.  A fill beyond it is refused (GPUAES_BUSY: the caller
+// works on the CPU), so that when many streams want more than PCIe carries,
+// the wait for a window (and so the keystream a stream skips while it waits)
+// stays short instead of growing with the number of streams.
+constexpr size_t kInflightCap = size_t(32) << 20;
 constexpr int kThreads = 256;
 constexpr int kLanes = 32;
 constexpr uint32_t kTableWords = 256 * kLanes;
@@ -119,6 +125,7 @@ struct gpuaes_ks_window {
     std::atomic<int> state{gpuaes::W_IDLE};
     size_t filled = 0;             // bytes of the last fill
     gpuaes::KsJob job;             // valid while queued
+    std::atomic<size_t> counted{0}; // bytes of this fill in g_inflight
     char error[160] = "";
     bool pooled = false;
 };
@@ -140,6 +147,10 @@ bool g_streams = false;
 std::atomic<bool> g_released{false};
 std::atomic<unsigned long long> g_launches{0}, g_jobs{0};
 int g_grid_max = 0;                                   // resident blocks of the kernel, device-wide
+std::atomic<size_t> g_inflight{0};                    // bytes queued or in flight (kInflightCap)
+
+// The fill of w is over (complete, failed or abandoned): no longer in flight.
+void uncount(gpuaes_ks_window *w) { g_inflight.fetch_sub(w->counted.exchange(0)); }
 
 bool usable() { return !cuda_forbidden() && !g_released.load() && gpuaes_gpu_available(); }
 
@@ -179,6 +190,7 @@ bool ensure_streams(char *err)
 void fail_window(gpuaes_ks_window *w, const char *what, cudaError_t e)
 {
     set_err(w->error, what, e);
+    uncount(w);
     w->state.store(W_FAILED, std::memory_order_release);
 }
 
@@ -201,6 +213,7 @@ bool launch_round()
     if (cudaSetDevice(gpu_device()) != cudaSuccess || !ensure_streams(err)) {
         for (int i = 0; i < n; ++i) {
             std::snprintf(w[i]->error, sizeof w[i]->error, "keystream: no stream");
+            uncount(w[i]);
             w[i]->state.store(W_FAILED, std::memory_order_release);
         }
         return true;
@@ -233,6 +246,7 @@ bool launch_round()
         if (injected || gpu_fault() == Fault::copyout) {
             std::snprintf(w[i]->error, sizeof w[i]->error, "keystream: %s: injected fault (GPUAES_FAULT)",
                           injected ? "launch" : "copyout");
+            uncount(w[i]);
             w[i]->state.store(W_FAILED, std::memory_order_release);
             continue;
         }
@@ -273,6 +287,7 @@ void quiesce(gpuaes_ks_window *w)
         int s = w->state.load(std::memory_order_acquire);
         if (s == W_QUEUED) { drain(); sched_yield(); continue; }
         if (s == W_INFLIGHT) (void)cudaEventSynchronize(w->ev);
+        uncount(w);
         return;
     }
 }
@@ -361,6 +376,12 @@ extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *k
         if (error) std::snprintf(error, 160, "keystream: window busy");
         return GPUAES_FAILED;
     }
+    if (g_inflight.load(std::memory_order_relaxed) + nbytes > kInflightCap ||
+        g_inflight.fetch_add(nbytes) + nbytes > kInflightCap) {
+        g_inflight.fetch_sub(nbytes);
+        return GPUAES_BUSY;     // the GPU is as far ahead as is useful: CPU for now
+    }
+    w->counted.store(nbytes);
     KsJob &j = w->job;
     std::memcpy(j.rk, key->rk_enc, sizeof j.rk);
     ctr_words(ctr, j.ctr_be);
@@ -380,6 +401,7 @@ extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *k
     }
     pthread_mutex_unlock(&g_lock);
     if (!ok) {
+        uncount(w);
         w->state.store(W_IDLE, std::memory_order_release);
         return GPUAES_BUSY;
     }
@@ -400,11 +422,13 @@ extern "C" int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
         if (gpu_fault() == Fault::sync) {
             (void)cudaEventSynchronize(w->ev);
             std::snprintf(w->error, sizeof w->error, "keystream: sync: injected fault (GPUAES_FAULT=sync)");
+            uncount(w);
             w->state.store(W_FAILED, std::memory_order_release);
             s = W_FAILED;
         } else {
             const cudaError_t e = cudaEventQuery(w->ev);
             if (e == cudaSuccess) {
+                uncount(w);
                 w->state.store(W_READY, std::memory_order_release);
                 return 1;
             }
