@@ -34,8 +34,9 @@ cmp /dev/shm/ks_default /dev/shm/ks_gpuaes && echo "enc outputs identical" | tee
 rm -f /dev/shm/ks_in /dev/shm/ks_default /dev/shm/ks_gpuaes
 for p in default gpuaes; do
   extra=""; [ $p = gpuaes ] && extra="-provider-path $b -provider gpuaes -provider default -propquery provider=gpuaes"
-  timeout 40 openssl speed $extra -seconds 1 -evp aes-128-ctr 2>/dev/null | tail -2
-done | tee "$out/speed.txt"
+  GPUAES_DEBUG=1 timeout 40 openssl speed $extra -seconds 1 -evp aes-128-ctr > "$out/speed_$p.txt" 2> "$out/speed_$p.err"
+  echo "openssl speed ($p): rc=$?"; tail -2 "$out/speed_$p.txt"; grep -v '^Doing' "$out/speed_$p.err" | tail -4
+done
 echo "measurements done $(date -u +%T)"
 (cd $b && timeout 100 ctest -L gpu -R 'keystream|kat_gpu|params_gpu|fork_gpu|tls_gpu|cli_gpu|diff_gpu_threads' \
    -j4 --output-on-failure) > "$out/ctest.log" 2>&1
