@@ -126,6 +126,13 @@ struct gpuaes_ks_window {
     size_t filled = 0;             // bytes of the last fill
     gpuaes::KsJob job;             // valid while queued
     std::atomic<size_t> counted{0}; // bytes of this fill in g_inflight
+    // Set by a host function that the copy stream runs after the fill's D2H:
+    // polling it costs an atomic load, where cudaEventQuery takes the
+    // driver's context lock (with 16 threads polling, that lock was the
+    // bottleneck).  Reset by the next fill, which only ever follows a fill
+    // whose host function has run (ready() or quiesce() saw it).
+    std::atomic<int> copied{0};
+    unsigned polls = 0;            // ready() calls: every 256th also asks the driver (errors)
     char error[160] = "";
     bool pooled = false;
 };
@@ -148,6 +155,12 @@ std::atomic<bool> g_released{false};
 std::atomic<unsigned long long> g_launches{0}, g_jobs{0};
 int g_grid_max = 0;                                   // resident blocks of the kernel, device-wide
 std::atomic<size_t> g_inflight{0};                    // bytes queued or in flight (kInflightCap)
+
+// Host function after a fill's D2H (runs on a CUDA thread; no CUDA calls).
+void CUDART_CB on_copied(void *p)
+{
+    static_cast<gpuaes_ks_window *>(p)->copied.store(1, std::memory_order_release);
+}
 
 // The fill of w is over (complete, failed or abandoned): no longer in flight.
 void uncount(gpuaes_ks_window *w) { g_inflight.fetch_sub(w->counted.exchange(0)); }
@@ -253,7 +266,13 @@ bool launch_round()
         if (e != cudaSuccess) { fail_window(w[i], "launch", e); continue; }
         cudaError_t c = cudaMemcpyAsync(w[i]->host, w[i]->dev, w[i]->filled, cudaMemcpyDeviceToHost, g_cstream);
         if (c == cudaSuccess) c = cudaEventRecord(w[i]->ev, g_cstream);
-        if (c != cudaSuccess) { fail_window(w[i], "copyout", c); continue; }
+        if (c == cudaSuccess) c = cudaLaunchHostFunc(g_cstream, on_copied, w[i]);
+        if (c != cudaSuccess) {
+            // Whatever was enqueued must be over before the window is used again.
+            (void)cudaStreamSynchronize(g_cstream);
+            fail_window(w[i], "copyout", c);
+            continue;
+        }
         w[i]->state.store(W_INFLIGHT, std::memory_order_release);
     }
     return true;
@@ -286,7 +305,9 @@ void quiesce(gpuaes_ks_window *w)
     for (;;) {
         int s = w->state.load(std::memory_order_acquire);
         if (s == W_QUEUED) { drain(); sched_yield(); continue; }
-        if (s == W_INFLIGHT) (void)cudaEventSynchronize(w->ev);
+        // The stream, not the event: its host function must have run too, so
+        // that it can never mark a later fill of this window as copied.
+        if (s == W_INFLIGHT && !w->copied.load(std::memory_order_acquire)) (void)cudaStreamSynchronize(g_cstream);
         uncount(w);
         return;
     }
@@ -391,6 +412,7 @@ extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *k
     j.ctr32 = ctr32 ? 1 : 0;
     w->filled = nbytes;
     w->error[0] = '\0';
+    w->copied.store(0, std::memory_order_relaxed);
     w->state.store(W_QUEUED, std::memory_order_release);
     pthread_mutex_lock(&g_lock);
     bool ok = true;
@@ -420,19 +442,22 @@ extern "C" int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
     }
     if (s == W_INFLIGHT) {
         if (gpu_fault() == Fault::sync) {
-            (void)cudaEventSynchronize(w->ev);
+            (void)cudaStreamSynchronize(g_cstream); // its host function has run: no late "copied"
             std::snprintf(w->error, sizeof w->error, "keystream: sync: injected fault (GPUAES_FAULT=sync)");
             uncount(w);
             w->state.store(W_FAILED, std::memory_order_release);
             s = W_FAILED;
         } else {
-            const cudaError_t e = cudaEventQuery(w->ev);
-            if (e == cudaSuccess) {
+            if (w->copied.load(std::memory_order_acquire)) {
                 uncount(w);
                 w->state.store(W_READY, std::memory_order_release);
                 return 1;
             }
-            if (e == cudaErrorNotReady) return 0;
+            if ((++w->polls & 255) != 0) return 0;
+            // Now and then ask the driver, so that a failed stream is noticed.
+            const cudaError_t e = cudaEventQuery(w->ev);
+            if (e == cudaSuccess || e == cudaErrorNotReady) return 0; // the host function comes next
+            (void)cudaStreamSynchronize(g_cstream);
             fail_window(w, "cudaEventQuery", e);
             s = W_FAILED;
         }
