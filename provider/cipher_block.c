@@ -466,7 +466,17 @@ typedef struct ks_state {
     size_t win_next;                  /* size of the next fill */
     int head, count;                  /* ring of filled windows, oldest first */
     ks_win win[KS_NWIN];
+    /* Back-off: of the last KS_JUDGE retired windows, bytes made and used. */
+    uint64_t judged_len, judged_used;
+    int judged;
+    int give_up;                      /* mostly wasted: leave keystream mode after this update */
 } ks_state;
+
+/* A stream whose keystream is mostly wasted (the GPU cannot keep ahead of it,
+ * e.g. many streams at once) leaves keystream mode and comes back after
+ * KS_BACKOFF ramps of plain CPU bytes. */
+#define KS_JUDGE 6
+#define KS_BACKOFF 64
 
 /* out = base + blocks (128-bit big-endian, wraps mod 2^128 as OpenSSL's CTR). */
 static void ctr_add(const unsigned char base[BLOCK], uint64_t blocks, unsigned char out[BLOCK])
@@ -623,6 +633,14 @@ static void ks_retire(ks_state *k)
     ks_win *x = &k->win[k->head];
 
     ks_count_used(x->used);
+    k->judged_len += x->len;
+    k->judged_used += x->used;
+    if (++k->judged >= KS_JUDGE) {
+        if (k->judged_used * 2 < k->judged_len)
+            k->give_up = 1;
+        k->judged = 0;
+        k->judged_len = k->judged_used = 0;
+    }
     x->used = 0;
     x->state = x->state == KW_READY ? KW_IDLE : KW_DRAINING;
     k->head = (k->head + 1) % KS_NWIN;
@@ -721,6 +739,14 @@ static int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outs
         if (!c->fb->update(c->fbctx, out + done, &o, inl - done, in + done, inl - done)
             || o != inl - done)
             return 0;
+    } else if (k != NULL && k->give_up) {
+        if (ks_sync_fb(c)) {
+            gpuaes_debug("CTR stream: keystream mostly wasted; on the CPU for a while");
+            ks_end(c);
+            c->ramp_left = c->prov->ks_ramp < SIZE_MAX / KS_BACKOFF
+                ? c->prov->ks_ramp * KS_BACKOFF : SIZE_MAX - 1;
+            set_hot(c);
+        }
     } else if (k != NULL && k->count < KS_NWIN) {
         ks_topup(c);
     }
