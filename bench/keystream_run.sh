@@ -33,7 +33,7 @@ done | tee "$out/enc.txt"
 cmp /dev/shm/ks_default /dev/shm/ks_gpuaes && echo "enc outputs identical" | tee -a "$out/enc.txt"
 rm -f /dev/shm/ks_in /dev/shm/ks_default /dev/shm/ks_gpuaes
 for p in default gpuaes; do
-  extra=""; [ $p = gpuaes ] && extra="-provider-path $b -provider gpuaes -provider default -propquery provider=gpuaes"
+  extra=""; [ $p = gpuaes ] && extra="-provider-path $b -provider gpuaes -provider default -propquery ?provider=gpuaes"
   GPUAES_DEBUG=1 timeout 40 openssl speed $extra -seconds 1 -evp aes-128-ctr > "$out/speed_$p.txt" 2> "$out/speed_$p.err"
   echo "openssl speed ($p): rc=$?"; tail -2 "$out/speed_$p.txt"; grep -v '^Doing' "$out/speed_$p.err" | tail -4
 done
