@@ -12,8 +12,11 @@
  *  - many threads at once (more windows wanted than memory allows).
  * --gpu: a GPU is required (exit 77 without) and keystream must have been used.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/core_names.h>
@@ -286,6 +289,34 @@ int main(int argc, char **argv)
     for (int i = 0; i < 6; i++) {
         rbytes(&r, iv, 16);
         stream(&r, i % 3, iv, 8 << 20, 1, "events");
+    }
+    /* fork() in keystream mode: the child goes on (on a GPU, without it), right. */
+    {
+        unsigned char key[32];
+        pair p;
+        pid_t pid;
+        int status = 0;
+
+        rbytes(&r, key, 32);
+        rbytes(&r, iv, 16);
+        if (pair_init(&p, 0, key, iv, 1, "fork")) {
+            for (int i = 0; i < 64; i++)
+                pair_step(&p, &r, 16384 + 3);
+            fflush(NULL);
+            pid = fork();
+            if (pid == 0) {
+                int bad = 0;
+
+                for (int i = 0; i < 64 && !bad; i++)
+                    bad = !pair_step(&p, &r, 16384 + 5);
+                _exit(bad || test_failures ? 1 : 0);
+            }
+            CHECKM(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status)
+                   && WEXITSTATUS(status) == 0, "fork: the child's stream differs");
+            for (int i = 0; i < 16; i++)
+                pair_step(&p, &r, 16384 + 7);
+        }
+        pair_free(&p);
     }
     /* Many threads at once. */
     if (nthreads > 0) {
