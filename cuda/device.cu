@@ -47,6 +47,7 @@ void on_fork_child()
     if (g_cuda_touched.load()) g_child_after_cuda.store(true);
     pthread_mutex_init(&g_init_lock, nullptr);
     staging_atfork_child();
+    keystream_atfork_child();
 }
 
 void register_atfork_once()
@@ -71,6 +72,7 @@ void at_exit_release()
     // off everything of the GPU layer.
     if (!g_child_after_cuda.load()) copy_pool_stop(true);
     gpuaes_gpu_release();
+    keystream_release();
 }
 
 Fault parse_fault(const char *s)

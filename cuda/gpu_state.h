@@ -35,6 +35,11 @@ void mark_gpu_broken(const char *why);
 // staging.cu: reset the slot pool's lock in a forked child.
 void staging_atfork_child();
 
+// keystream.cu: wipe and free every keystream window (exit), and re-create
+// its locks in a forked child.
+void keystream_release();
+void keystream_atfork_child();
+
 } // namespace gpuaes
 
 #endif

@@ -75,6 +75,50 @@ void gpuaes_gpu_run(gpuaes_job *job);
 /* Wipes and frees all staging memory (idempotent; also runs at exit). */
 void gpuaes_gpu_release(void);
 
+
+/* ---- Keystream ahead: asynchronous CTR keystream windows (cuda/keystream.cu) ----
+ *
+ * A window is a pinned host buffer (and its device twin) that the GPU fills
+ * with AES-CTR keystream, E(ctr), E(ctr+1), ..., asynchronously.  Fills of all
+ * windows (all contexts, all threads) are coalesced: whatever is queued while
+ * a launch is being issued goes into the next one (one multi-job kernel, each
+ * job with its own key schedule, counter and length).  Windows are pooled
+ * process-wide; their pinned memory counts against a process-wide limit.
+ * Keystream is secret: buffers are wiped when freed (back to the pool) and
+ * at exit.  A window is used by one thread at a time.
+ */
+typedef struct gpuaes_ks_window gpuaes_ks_window;
+
+/* Process-wide limit on the pinned memory of all windows (bytes). */
+void gpuaes_ks_set_limit(size_t total_bytes);
+
+/* A window of `cap` bytes (multiple of 16), from the pool or newly made.
+ * NULL when there is no usable GPU, the limit would be exceeded, or an
+ * allocation failed (not an error: the caller works on the CPU). */
+gpuaes_ks_window *gpuaes_ks_window_new(size_t cap);
+
+/* Queues the keystream of nbytes (multiple of 16, <= cap) from counter block
+ * ctr (ctr32: GCM inc32, else 128-bit big-endian with carry).  The window
+ * must not have a fill in flight.  GPUAES_OK: queued (poll with
+ * gpuaes_ks_ready); otherwise nothing was queued and error says why. */
+gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key,
+                             const unsigned char ctr[16], size_t nbytes, int ctr32,
+                             char error[160]);
+
+/* Never blocks.  1: the last fill is complete, gpuaes_ks_data() holds it;
+ * 0: still in flight; -1: it failed (error says why) or the GPU can no
+ * longer be used (fork, exit): the data must not be read. */
+int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160]);
+
+const unsigned char *gpuaes_ks_data(const gpuaes_ks_window *w);
+
+/* Waits for a fill in flight, wipes the buffers and returns the window to
+ * the pool.  NULL is fine. */
+void gpuaes_ks_window_free(gpuaes_ks_window *w);
+
+/* Launches and jobs so far (coalescing evidence), for the provider's parameters. */
+void gpuaes_ks_stats(unsigned long long *launches, unsigned long long *jobs);
+
 #ifdef __cplusplus
 }
 #endif

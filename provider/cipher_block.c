@@ -23,10 +23,17 @@
 
 #define BLOCK 16
 
+struct ks_state;
+
 typedef struct block_ctx {
     /* Hot: all that a small update reads, in one cache line. */
     const fallback_cipher *fb;
     void *fbctx;                      /* the default provider's context */
+    /* An update of at least hot_max bytes takes the slow path; others take
+     * the fast one and subtract their length (so it also counts down the
+     * keystream ramp).  0 while mirroring the fallback or in keystream mode. */
+    size_t hot_max;
+    size_t hot_set;                   /* hot_max when last set: hot_set - hot_max went fast */
     size_t gpu_min;                   /* updates this long may go to the GPU; SIZE_MAX: never */
     int track;                        /* mirror the fallback's block buffer (held) */
     const gpuaes_prov *prov;
@@ -45,6 +52,10 @@ typedef struct block_ctx {
     unsigned char held[BLOCK];
     size_t nheld;
     int held_known;                   /* 0 after a failed final: the fallback's buffer is its own */
+    /* Keystream ahead (CTR): bytes still to go before the stream gets GPU
+     * keystream windows (SIZE_MAX: never), and the windows once it has. */
+    size_t ramp_left;
+    struct ks_state *ks;
 } block_ctx;
 
 /* Can this context ever send work to the GPU? (CBC/CFB encryption is serial.) */
@@ -97,6 +108,15 @@ static offload_kind kind_of(const block_ctx *c)
     }
 }
 
+static void set_hot(block_ctx *c)
+{
+    size_t h = c->track || c->ks != NULL ? 0 : c->gpu_min;
+
+    if (c->ramp_left < h)
+        h = c->ramp_left;
+    c->hot_max = c->hot_set = h;
+}
+
 /*
  * One compare on the hot path instead of every reason a context cannot use
  * the GPU.  The held bytes need mirroring only while the GPU may take an
@@ -108,7 +128,16 @@ static void update_gpu_min(block_ctx *c)
     c->gpu_min = gpu_capable(c) && !c->tls && c->key_set && c->held_known
         ? c->prov->offload_min[kind_of(c)] : SIZE_MAX;
     c->track = buffers_blocks(c) && c->gpu_min != SIZE_MAX;
+    c->ramp_left = c->var->mode == MODE_CTR && c->prov->ks_enabled && !c->tls && c->key_set
+        && c->ks == NULL ? c->prov->ks_ramp : SIZE_MAX;
+    set_hot(c);
 }
+
+static void ks_end(block_ctx *c);
+static int ks_sync_fb(block_ctx *c);
+static int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
+                     const unsigned char *in, size_t inl);
+static int ks_begin(block_ctx *c);
 
 void *block_newctx(void *provctx, const gpuaes_variant *var)
 {
@@ -122,6 +151,8 @@ void *block_newctx(void *provctx, const gpuaes_variant *var)
     c->fb = var->fallback;
     c->pad = 1;
     c->gpu_min = SIZE_MAX;
+    c->ramp_left = SIZE_MAX;
+    set_hot(c);
     c->fbctx = c->fb->newctx(prov->fallback_provctx);
     if (c->fbctx == NULL) {
         OPENSSL_free(c);
@@ -136,6 +167,7 @@ void block_freectx(void *vctx)
 
     if (c == NULL)
         return;
+    ks_end(c);
     c->fb->freectx(c->fbctx);
     gpuaes_key_free(c->gpukey);
     OPENSSL_clear_free(c, sizeof(*c));
@@ -148,13 +180,21 @@ void *block_dupctx(void *vctx)
 
     if (c == NULL)
         return NULL;
+    /* In keystream mode gpuaes owns the position: bring the fallback there
+     * first.  The copy starts without windows and ramps on its own. */
+    if (src->ks != NULL && !ks_sync_fb((block_ctx *)src)) {
+        OPENSSL_free(c);
+        return NULL;
+    }
     *c = *src;
     c->gpukey = NULL;                 /* remade on first use */
+    c->ks = NULL;
     c->fbctx = src->fb->dupctx(src->fbctx);
     if (c->fbctx == NULL) {
         OPENSSL_clear_free(c, sizeof(*c));
         return NULL;
     }
+    update_gpu_min(c);
     return c;
 }
 
@@ -187,6 +227,15 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
     if (iv == NULL && c->oiv_set && (c->var->mode == MODE_CBC || c->var->mode == MODE_CFB)) {
         iv = c->oiv;
         ivlen = BLOCK;
+    }
+    /* Pending keystream is discarded; a CTR re-init without an IV goes on
+     * from the fallback's counter, so that must be the true one first. */
+    if (c->ks != NULL) {
+        int synced = ks_sync_fb(c);
+
+        ks_end(c);
+        if (!synced)
+            return 0;
     }
     if (!init(c->fbctx, key, keylen, iv, ivlen, params))
         return 0;
@@ -388,6 +437,331 @@ static int update_stream(block_ctx *c, unsigned char *out, size_t *outl, size_t 
     return 1;
 }
 
+/* ---- Keystream ahead (CTR) ----
+ *
+ * Once a CTR stream has passed the ramp (prov->ks_ramp bytes), the GPU
+ * computes its keystream ahead into pinned windows (gpuaes_ks_*), and each
+ * update XORs its input against whatever is ready.  gpuaes then owns the
+ * position: `pos` bytes past the counter block `base`.  Bytes whose
+ * keystream is not ready go to the fallback at once, after bringing it to
+ * `pos` (re-init with the counter, then pos % 16 bytes of scratch to
+ * recreate the partial block); `fb_pos` says where the fallback is, so
+ * consecutive CPU pieces need no re-sync.  Windows are filled in stream
+ * order (a ring of KS_NWIN); a window is only ever used by this context and
+ * each byte of keystream at most once; skipped keystream is wasted, and the
+ * waste is counted (keystream-made - keystream-used).
+ */
+#define KS_NWIN 3
+#define KS_FIRST_WINDOW ((size_t)1 << 20)
+
+enum { KW_IDLE, KW_PENDING, KW_READY, KW_DRAINING };
+
+typedef struct ks_win {
+    gpuaes_ks_window *w;              /* NULL: none obtained (yet) */
+    uint64_t start;                   /* stream position of data[0] (a multiple of 16) */
+    size_t len;                       /* bytes of the fill */
+    size_t used;                      /* bytes XORed from it */
+    int state;
+    int touched;                      /* the stream reached it before it was ready */
+} ks_win;
+
+typedef struct ks_state {
+    unsigned char base[BLOCK];        /* counter block of stream position 0 */
+    uint64_t pos;                     /* bytes consumed since base */
+    uint64_t fb_pos;                  /* where the fallback is (UINT64_MAX: elsewhere) */
+    uint64_t next_req;                /* where the next window starts at the earliest */
+    uint64_t lead;                    /* how far ahead of pos to place a new window */
+    size_t win_next;                  /* size of the next fill */
+    int head, count;                  /* ring of filled windows, oldest first */
+    ks_win win[KS_NWIN];
+    /* Back-off: of the last KS_JUDGE retired windows, bytes made and used. */
+    uint64_t judged_len, judged_used;
+    int judged;
+    int give_up;                      /* mostly wasted: leave keystream mode after this update */
+} ks_state;
+
+/* A stream whose keystream is mostly wasted (the GPU cannot keep ahead of it,
+ * e.g. many streams at once) leaves keystream mode and comes back after
+ * KS_BACKOFF ramps of plain CPU bytes. */
+#define KS_JUDGE 6
+#define KS_BACKOFF 64
+
+/* out = base + blocks (128-bit big-endian, wraps mod 2^128 as OpenSSL's CTR). */
+static void ctr_add(const unsigned char base[BLOCK], uint64_t blocks, unsigned char out[BLOCK])
+{
+    unsigned int carry = 0;
+
+    for (int i = BLOCK - 1; i >= 0; i--) {
+        unsigned int v = base[i] + (unsigned int)(blocks & 0xff) + carry;
+
+        out[i] = (unsigned char)v;
+        carry = v >> 8;
+        blocks >>= 8;
+    }
+}
+
+static void ctr_sub1(unsigned char c[BLOCK])
+{
+    for (int i = BLOCK - 1; i >= 0; i--)
+        if (c[i]-- != 0)
+            break;
+}
+
+/* The fallback at stream position pos, exactly as if it had done every byte. */
+static int ks_sync_fb(block_ctx *c)
+{
+    ks_state *k = c->ks;
+    unsigned char ctr[BLOCK], scratch[BLOCK] = { 0 };
+    size_t o = 0, part;
+
+    if (k == NULL || k->fb_pos == k->pos)
+        return 1;
+    ctr_add(k->base, k->pos / BLOCK, ctr);
+    if (!fb_resync(c, ctr))
+        return 0;
+    part = (size_t)(k->pos % BLOCK);
+    if (part > 0 && (!c->fb->update(c->fbctx, scratch, &o, BLOCK, scratch, part) || o != part))
+        return 0;
+    OPENSSL_cleanse(scratch, sizeof(scratch));
+    k->fb_pos = k->pos;
+    return 1;
+}
+
+/* Hands every window back (wiped by the GPU layer); the fallback keeps going
+ * from wherever ks_sync_fb() put it. */
+static void ks_end(block_ctx *c)
+{
+    ks_state *k = c->ks;
+
+    if (k == NULL)
+        return;
+    for (int i = 0; i < KS_NWIN; i++) {
+        ks_count_used(k->win[i].used);
+        gpuaes_ks_window_free(k->win[i].w);
+    }
+    OPENSSL_clear_free(k, sizeof(*k));
+    c->ks = NULL;
+}
+
+static void ks_fail(block_ctx *c, const char *what, const char *error)
+{
+    /* Not a failure in a forked child or at exit: the GPU is just gone. */
+    if (gpuaes_gpu_available())
+        offload_report_failure(what, error);
+    if (ks_sync_fb(c)) {
+        ks_end(c);
+        c->ramp_left = SIZE_MAX;      /* this stream stays on the CPU */
+        set_hot(c);
+    }
+}
+
+/* Fills idle windows, in stream order, as far as the ring allows. */
+static void ks_topup(block_ctx *c)
+{
+    ks_state *k = c->ks;
+    char err[160] = "";
+
+    while (k != NULL && k->count < KS_NWIN) {
+        ks_win *x = &k->win[(k->head + k->count) % KS_NWIN];
+        unsigned char ctr[BLOCK];
+        uint64_t start = (k->pos + k->lead + BLOCK - 1) & ~(uint64_t)(BLOCK - 1);
+        gpuaes_status st;
+
+        if (x->w == NULL && (x->w = gpuaes_ks_window_new(c->prov->ks_max_window)) == NULL)
+            return;                   /* pinned-memory limit: fewer windows */
+        if (x->state == KW_DRAINING) {
+            int r = gpuaes_ks_ready(x->w, err);
+
+            if (r == 0)
+                return;               /* its old fill is still in flight */
+            x->state = KW_IDLE;
+        }
+        if (start < k->next_req)
+            start = k->next_req;
+        ctr_add(k->base, start / BLOCK, ctr);
+        st = gpuaes_ks_fill(x->w, c->gpukey, ctr, k->win_next, 0, err);
+        if (st == GPUAES_BUSY)
+            return;
+        if (st != GPUAES_OK) {
+            ks_fail(c, "keystream fill", err);
+            return;
+        }
+        ks_count_made(k->win_next);
+        x->start = start;
+        x->len = k->win_next;
+        x->used = 0;
+        x->touched = 0;
+        x->state = KW_PENDING;
+        k->count++;
+        k->next_req = start + x->len;
+        if (k->win_next < c->prov->ks_max_window)
+            k->win_next = k->win_next * 2 < c->prov->ks_max_window
+                ? k->win_next * 2 : c->prov->ks_max_window;
+    }
+}
+
+/* Enters keystream mode at the fallback's current position. */
+static int ks_begin(block_ctx *c)
+{
+    ks_state *k;
+    unsigned int num = 0;
+    unsigned char iv[BLOCK];
+
+    if (!gpuaes_gpu_available() || !fb_get_num(c, &num)
+        || !fb_get_block(c, OSSL_CIPHER_PARAM_UPDATED_IV, iv) || num >= BLOCK)
+        return 0;
+    if (c->gpukey == NULL)
+        c->gpukey = gpuaes_key_new(c->key, c->var->keylen);
+    if (c->gpukey == NULL || (k = OPENSSL_zalloc(sizeof(*k))) == NULL)
+        return 0;
+    /* With num > 0 the fallback's counter is already that of the next block. */
+    if (num > 0)
+        ctr_sub1(iv);
+    memcpy(k->base, iv, BLOCK);
+    k->pos = k->fb_pos = num;
+    k->next_req = 0;
+    k->win_next = KS_FIRST_WINDOW < c->prov->ks_max_window ? KS_FIRST_WINDOW
+                                                           : c->prov->ks_max_window;
+    c->ks = k;
+    ks_topup(c);
+    if (c->ks == NULL)
+        return 0;                     /* failed (reported) */
+    if (k->count == 0) {
+        ks_end(c);
+        return 0;
+    }
+    gpuaes_debug("CTR stream ramped: keystream ahead, windows up to %zu bytes",
+                 c->prov->ks_max_window);
+    return 1;
+}
+
+/* Retires the oldest window (the stream is past it). */
+static void ks_retire(ks_state *k)
+{
+    ks_win *x = &k->win[k->head];
+
+    ks_count_used(x->used);
+    k->judged_len += x->len;
+    k->judged_used += x->used;
+    if (++k->judged >= KS_JUDGE) {
+        if (k->judged_used * 2 < k->judged_len)
+            k->give_up = 1;
+        k->judged = 0;
+        k->judged_len = k->judged_used = 0;
+    }
+    x->used = 0;
+    x->state = x->state == KW_READY ? KW_IDLE : KW_DRAINING;
+    k->head = (k->head + 1) % KS_NWIN;
+    k->count--;
+}
+
+/* bytes on the CPU, from position pos */
+static int ks_cpu(block_ctx *c, unsigned char *out, const unsigned char *in, size_t n)
+{
+    ks_state *k = c->ks;
+    size_t o = 0;
+
+    if (!ks_sync_fb(c) || !c->fb->update(c->fbctx, out, &o, n, in, n) || o != n)
+        return 0;
+    k->pos += n;
+    k->fb_pos = k->pos;
+    return 1;
+}
+
+static int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
+                     const unsigned char *in, size_t inl)
+{
+    ks_state *k = c->ks;
+    size_t done = 0;
+    char err[160] = "";
+
+    if (outsize < inl) {
+        ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
+        return 0;
+    }
+    if (inl >= c->gpu_min && gpuaes_gpu_available()) {
+        /* A large update: the whole-job GPU path, from the true position. */
+        if (!ks_sync_fb(c) || !update_stream(c, out, outl, outsize, in, inl))
+            return 0;
+        k->pos += inl;
+        k->fb_pos = k->pos;
+        ks_topup(c);
+        return 1;
+    }
+    while (done < inl) {
+        ks_win *x = k->count > 0 ? &k->win[k->head] : NULL;
+        size_t n = inl - done;
+
+        if (x != NULL && x->start + x->len <= k->pos) {
+            ks_retire(k);
+            ks_topup(c);
+            if ((k = c->ks) == NULL)
+                break;                /* failed and ended: the rest on the fallback */
+            continue;
+        }
+        if (x != NULL && x->start <= k->pos) {
+            int r = gpuaes_ks_ready(x->w, err);
+
+            if (r > 0) {
+                uint64_t off = k->pos - x->start;
+
+                if (x->state == KW_PENDING) {
+                    /* Adapt the lead: a window the stream reached before it was
+                     * ready was placed too close; one that was waiting, far enough. */
+                    if (x->touched && off > 0)
+                        k->lead += off;
+                    else if (!x->touched)
+                        k->lead /= 2;
+                    if (k->lead > 4 * (uint64_t)c->prov->ks_max_window)
+                        k->lead = 4 * (uint64_t)c->prov->ks_max_window;
+                    x->state = KW_READY;
+                }
+                if (n > x->len - off)
+                    n = (size_t)(x->len - off);
+                ks_xor(out + done, in + done, gpuaes_ks_data(x->w) + off, n);
+                x->used += n;
+                k->pos += n;
+                done += n;
+                continue;
+            }
+            if (r < 0) {
+                ks_fail(c, "keystream", err);
+                if (c->ks != NULL)
+                    return 0;         /* the fallback could not be re-synchronised */
+                k = NULL;
+                break;                /* the rest below, on the fallback */
+            }
+            x->touched = 1;           /* not ready: this update's rest on the CPU */
+        } else if (x != NULL) {
+            /* A gap before the next window (it was placed ahead of the stream). */
+            if (n > x->start - k->pos)
+                n = (size_t)(x->start - k->pos);
+        }
+        if (!ks_cpu(c, out + done, in + done, n))
+            return 0;
+        done += n;
+    }
+    if (done < inl) {                 /* keystream mode ended in this update */
+        size_t o = 0;
+
+        if (!c->fb->update(c->fbctx, out + done, &o, inl - done, in + done, inl - done)
+            || o != inl - done)
+            return 0;
+    } else if (k != NULL && k->give_up) {
+        if (ks_sync_fb(c)) {
+            gpuaes_debug("CTR stream: keystream mostly wasted; on the CPU for a while");
+            ks_end(c);
+            c->ramp_left = c->prov->ks_ramp < SIZE_MAX / KS_BACKOFF
+                ? c->prov->ks_ramp * KS_BACKOFF : SIZE_MAX - 1;
+            set_hot(c);
+        }
+    } else if (k != NULL && k->count < KS_NWIN) {
+        ks_topup(c);
+    }
+    *outl = inl;
+    return 1;
+}
+
 /* Only AEAD ciphers take data without output (AAD); the default provider would crash. */
 static __attribute__((noinline, cold)) int null_output(void)
 {
@@ -396,15 +770,40 @@ static __attribute__((noinline, cold)) int null_output(void)
 }
 
 /* Everything but the plainest update: the GPU, or mirroring the fallback's buffer. */
-static __attribute__((noinline)) int update_offload(block_ctx *c, unsigned char *out,
-                                                    size_t *outl, size_t outsize,
-                                                    const unsigned char *in, size_t inl)
+static int update_plain(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
+                        const unsigned char *in, size_t inl)
 {
     if (inl < c->gpu_min || !gpuaes_gpu_available())
         return fb_update(c, out, outl, outsize, in, inl);
     if (buffers_blocks(c))
         return update_blocks(c, out, outl, outsize, in, inl);
     return update_stream(c, out, outl, outsize, in, inl);
+}
+
+static __attribute__((noinline)) int update_offload(block_ctx *c, unsigned char *out,
+                                                    size_t *outl, size_t outsize,
+                                                    const unsigned char *in, size_t inl)
+{
+    size_t fast = c->hot_set - c->hot_max;    /* bytes that went the fast way since set_hot */
+    int r;
+
+    if (c->ks != NULL)
+        return ks_update(c, out, outl, outsize, in, inl);
+    if (c->ramp_left != SIZE_MAX) {
+        c->ramp_left = fast < c->ramp_left ? c->ramp_left - fast : 0;
+        if (inl >= c->ramp_left && inl < c->gpu_min) {
+            if (ks_begin(c)) {
+                set_hot(c);
+                return ks_update(c, out, outl, outsize, in, inl);
+            }
+            c->ramp_left = c->prov->ks_ramp;   /* no GPU or no window now: try again later */
+        } else {
+            c->ramp_left = inl < c->ramp_left ? c->ramp_left - inl : 0;
+        }
+    }
+    r = update_plain(c, out, outl, outsize, in, inl);
+    set_hot(c);
+    return r;
 }
 
 /*
@@ -419,8 +818,9 @@ int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
 
     if (out == NULL && inl > 0)
         return null_output();
-    if (inl >= c->gpu_min || c->track)
+    if (inl >= c->hot_max)
         return update_offload(c, out, outl, outsize, in, inl);
+    c->hot_max -= inl;
     return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
 }
 
@@ -449,6 +849,15 @@ int block_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
         ERR_raise(ERR_LIB_PROV, ERR_R_PASSED_NULL_PARAMETER);
         return 0;
     }
+    if (c->ks != NULL) {
+        /* Rare (EVP_Cipher on a stream that ramped): the CPU, from the true position. */
+        int synced = ks_sync_fb(c);
+
+        ks_end(c);
+        update_gpu_min(c);
+        if (!synced)
+            return 0;
+    }
     return c->fb->cipher(c->fbctx, out, outl, outsize, in, inl);
 }
 
@@ -457,6 +866,9 @@ int block_get_ctx_params(void *vctx, OSSL_PARAM params[])
     block_ctx *c = vctx;
     OSSL_PARAM *p;
 
+    /* num and the updated IV: the fallback is brought to gpuaes's position. */
+    if (c->ks != NULL && !ks_sync_fb(c))
+        return 0;
     if (!c->fb->get_ctx_params(c->fbctx, params))
         return 0;
     /* "iv" is the IV given at init; after a re-sync the fallback has another.
@@ -475,6 +887,14 @@ int block_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     block_ctx *c = vctx;
 
+    if (c->ks != NULL && params != NULL && params[0].key != NULL) {
+        /* e.g. a new num: the position is the fallback's again. */
+        int synced = ks_sync_fb(c);
+
+        ks_end(c);
+        if (!synced)
+            return 0;
+    }
     if (!c->fb->set_ctx_params(c->fbctx, params))
         return 0;
     note_params(c, params);

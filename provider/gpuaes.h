@@ -67,6 +67,11 @@ typedef struct gpuaes_prov {
     size_t offload_min[OFFLOAD_KINDS];
     int offload_min_set;                   /* offload_min_bytes was given (cnf or env) */
     size_t offload_min_bytes;              /* its value, when given */
+    /* Keystream ahead (CTR): see docs/DESIGN.md, "Keystream ahead". */
+    int ks_enabled;                        /* keystream / GPUAES_KEYSTREAM */
+    size_t ks_ramp;                        /* a stream this long (bytes) gets keystream windows */
+    size_t ks_max_window;                  /* largest window (bytes, multiple of 16) */
+    size_t ks_total;                       /* pinned memory for keystream, process-wide */
 } gpuaes_prov;
 
 /* fallback.c: the default provider, loaded privately; fills each variant's
@@ -86,6 +91,16 @@ int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t len);
 size_t offload_run(gpuaes_job *job);
 uint64_t offload_gpu_bytes(void);
 uint64_t offload_gpu_errors(void);
+
+/* keystream.c: vectorised XOR and the keystream counters (provider parameters). */
+void ks_xor_init(void);
+void ks_xor(unsigned char *out, const unsigned char *in, const unsigned char *ks, size_t n);
+void ks_count_made(size_t n);
+void ks_count_used(size_t n);
+uint64_t ks_bytes_made(void);
+uint64_t ks_bytes_used(void);
+/* A GPU keystream failure: error queue, debug log, gpu-errors (the bytes are done on the CPU). */
+void offload_report_failure(const char *what, const char *error);
 
 /* debug.c: GPUAES_DEBUG=1 logs to stderr; compiled in always, free when off. */
 void gpuaes_debug(const char *fmt, ...)

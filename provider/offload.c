@@ -41,5 +41,13 @@ size_t offload_run(gpuaes_job *job)
     return job->done;
 }
 
+void offload_report_failure(const char *what, const char *error)
+{
+    atomic_fetch_add_explicit(&gpu_errors, 1, memory_order_relaxed);
+    ERR_raise_data(ERR_LIB_PROV, ERR_R_OPERATION_FAIL,
+                   "gpuaes: GPU %s failed (%s); completed on the CPU", what, error);
+    gpuaes_debug("GPU %s failed: %s; completing on the CPU", what, error);
+}
+
 uint64_t offload_gpu_bytes(void) { return atomic_load(&gpu_bytes); }
 uint64_t offload_gpu_errors(void) { return atomic_load(&gpu_errors); }

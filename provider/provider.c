@@ -90,6 +90,11 @@ static const OSSL_PARAM *gpuaes_gettable_params(void *provctx)
         OSSL_PARAM_uint64("gpu-errors", NULL),
         OSSL_PARAM_uint64("offload-min-bytes", NULL),
         OSSL_PARAM_utf8_string("offload-policy", NULL, 0),
+        OSSL_PARAM_int("keystream", NULL),
+        OSSL_PARAM_uint64("keystream-made", NULL),
+        OSSL_PARAM_uint64("keystream-used", NULL),
+        OSSL_PARAM_uint64("keystream-launches", NULL),
+        OSSL_PARAM_uint64("keystream-jobs", NULL),
         OSSL_PARAM_END
     };
     return table;
@@ -115,6 +120,8 @@ static const char *provider_name(void)
         return "gpuaes";
     return name_buf;
 }
+
+static int keystream_get_params(const gpuaes_prov *prov, OSSL_PARAM params[]);
 
 static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
 {
@@ -152,6 +159,31 @@ static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
     p = OSSL_PARAM_locate(params, "offload-policy");
     if (p != NULL && !OSSL_PARAM_set_utf8_string(p, settings_policy(prov)))
         return 0;
+    return keystream_get_params(prov, params);
+}
+
+/* Keystream ahead: enabled, bytes of keystream made / used (waste = made - used), launches and jobs. */
+static int keystream_get_params(const gpuaes_prov *prov, OSSL_PARAM params[])
+{
+    unsigned long long launches = 0, jobs = 0;
+    OSSL_PARAM *p;
+
+    p = OSSL_PARAM_locate(params, "keystream");
+    if (p != NULL && !OSSL_PARAM_set_int(p, prov->ks_enabled))
+        return 0;
+    p = OSSL_PARAM_locate(params, "keystream-made");
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, ks_bytes_made()))
+        return 0;
+    p = OSSL_PARAM_locate(params, "keystream-used");
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, ks_bytes_used()))
+        return 0;
+    gpuaes_ks_stats(&launches, &jobs);
+    p = OSSL_PARAM_locate(params, "keystream-launches");
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, launches))
+        return 0;
+    p = OSSL_PARAM_locate(params, "keystream-jobs");
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, jobs))
+        return 0;
     return 1;
 }
 
@@ -164,7 +196,14 @@ static const OSSL_ALGORITHM *gpuaes_query(void *provctx, int operation_id, int *
 static void gpuaes_teardown(void *provctx)
 {
     gpuaes_prov *prov = provctx;
+    unsigned long long launches = 0, jobs = 0;
 
+    gpuaes_ks_stats(&launches, &jobs);
+    if (ks_bytes_made() > 0)
+        gpuaes_debug("keystream: made %llu, used %llu bytes (%.1f%% wasted), %llu launches for %llu fills",
+                     (unsigned long long)ks_bytes_made(), (unsigned long long)ks_bytes_used(),
+                     100.0 * (double)(ks_bytes_made() - ks_bytes_used()) / (double)ks_bytes_made(),
+                     launches, jobs);
     fallback_unload(prov);
     OPENSSL_free(prov);
 }
@@ -206,6 +245,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         return 0;
     prov->handle = handle;
     settings_load(prov, core_get_params);
+    ks_xor_init();
     if (!fallback_load(prov)) {
         OPENSSL_free(prov);
         return 0;

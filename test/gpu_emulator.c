@@ -172,3 +172,115 @@ void gpuaes_gpu_run(gpuaes_job *job)
         job->done += len;
     }
 }
+
+/* ---- Keystream ahead (emulated) ----
+ * Windows are plain heap buffers; a fill computes the keystream at once, but
+ * the window reports ready only on the second poll, so the provider's
+ * "keystream not ready yet: CPU path" branch runs in every test.  The
+ * process-wide limit is honoured (tests set it small).  GPUAES_FAULT=<any>
+ * makes every fill fail when polled. */
+#include <stdatomic.h>
+
+struct gpuaes_ks_window {
+    unsigned char *buf;
+    size_t cap;
+    int polls;                        /* polls since the last fill */
+    int pending;                      /* a fill is in flight */
+};
+
+static _Atomic size_t emu_ks_limit = (size_t)256 << 20;
+static _Atomic size_t emu_ks_used;
+static _Atomic unsigned long long emu_ks_fills;
+
+void gpuaes_ks_set_limit(size_t total_bytes)
+{
+    atomic_store(&emu_ks_limit, total_bytes);
+}
+
+gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
+{
+    gpuaes_ks_window *w;
+
+    if (cap == 0 || cap % 16 != 0 || !gpuaes_gpu_available())
+        return NULL;
+    if (atomic_fetch_add(&emu_ks_used, cap) + cap > atomic_load(&emu_ks_limit)) {
+        atomic_fetch_sub(&emu_ks_used, cap);
+        return NULL;
+    }
+    w = OPENSSL_zalloc(sizeof(*w));
+    if (w != NULL)
+        w->buf = OPENSSL_zalloc(cap);
+    if (w == NULL || w->buf == NULL) {
+        OPENSSL_free(w);
+        atomic_fetch_sub(&emu_ks_used, cap);
+        return NULL;
+    }
+    w->cap = cap;
+    return w;
+}
+
+gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key,
+                             const unsigned char ctr[16], size_t nbytes, int ctr32,
+                             char error[160])
+{
+    unsigned char c[16];
+
+    if (w == NULL || key == NULL || nbytes == 0 || nbytes % 16 != 0 || nbytes > w->cap
+        || (w->pending && w->polls < 2)) {    /* the previous fill is still "in flight" */
+        if (error != NULL)
+            strcpy(error, "emulator: invalid fill");
+        return GPUAES_FAILED;
+    }
+    memcpy(c, ctr, 16);
+    for (size_t i = 0; i < nbytes; i += 16) {
+        memcpy(w->buf + i, c, 16);
+        add128(c, 1, ctr32);
+    }
+    if (!ecb(key, 1, w->buf, w->buf, nbytes)) {
+        if (error != NULL)
+            strcpy(error, "emulator: AES failed");
+        return GPUAES_FAILED;
+    }
+    w->pending = 1;
+    w->polls = 0;
+    atomic_fetch_add(&emu_ks_fills, 1);
+    return GPUAES_OK;
+}
+
+int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
+{
+    const char *fault = getenv("GPUAES_FAULT");
+
+    if (w == NULL || !w->pending)
+        return -1;
+    if (++w->polls < 2)
+        return 0;
+    if (fault != NULL && *fault != '\0') {
+        if (error != NULL)
+            strcpy(error, "emulated fault injected by GPUAES_FAULT");
+        return -1;
+    }
+    return 1;
+}
+
+const unsigned char *gpuaes_ks_data(const gpuaes_ks_window *w)
+{
+    return w->buf;
+}
+
+void gpuaes_ks_window_free(gpuaes_ks_window *w)
+{
+    if (w == NULL)
+        return;
+    atomic_fetch_sub(&emu_ks_used, w->cap);
+    OPENSSL_clear_free(w->buf, w->cap);
+    OPENSSL_free(w);
+}
+
+void gpuaes_ks_stats(unsigned long long *launches, unsigned long long *jobs)
+{
+    if (launches != NULL)
+        *launches = atomic_load(&emu_ks_fills);
+    if (jobs != NULL)
+        *jobs = atomic_load(&emu_ks_fills);
+}

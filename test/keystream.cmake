@@ -1,0 +1,31 @@
+# Keystream ahead (CTR): differential tests against the default provider with
+# small knobs, so that windows turn over constantly (docs/DESIGN.md,
+# "Keystream ahead").  Labelled gpu: the _emu twin runs them against the
+# emulated GPU layer, whose windows become ready only on the second poll.
+gpuaes_test_program(test_keystream test_keystream.c)
+set(_ks_env "GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=64K;GPUAES_KEYSTREAM_TOTAL_BYTES=1M")
+gpuaes_test(NAME keystream COMMAND test_keystream --gpu --threads 8 LABELS gpu TIMEOUT 600
+  ENV "${_ks_env}")
+# Windows of one block and an odd size: every update crosses windows.
+gpuaes_test(NAME keystream_tiny COMMAND test_keystream --gpu --threads 4 LABELS gpu TIMEOUT 600
+  ENV "GPUAES_KEYSTREAM_RAMP_BYTES=0;GPUAES_KEYSTREAM_MAX_WINDOW=4112;GPUAES_KEYSTREAM_TOTAL_BYTES=64K")
+# A GPU failure in the keystream path: output stays right (CPU), error counted.
+gpuaes_test(NAME keystream_fault COMMAND test_keystream --threads 2 LABELS gpu TIMEOUT 600
+  ENV "${_ks_env};GPUAES_FAULT=sync")
+# Off, and no GPU: the same streams on the CPU path.
+gpuaes_test(NAME keystream_off COMMAND test_keystream --threads 2 TIMEOUT 600
+  ENV "${_ks_env};GPUAES_KEYSTREAM=0")
+
+# The window API of the GPU layer itself (ctr32 and ctr128 at the top of
+# their range, every key size, concurrent fills): once against the real
+# layer (gpu), once against the emulator.
+add_executable(test_ks_api test_ks_api.c)
+target_include_directories(test_ks_api PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(test_ks_api PRIVATE gpuaes_cuda CUDA::cudart_static OpenSSL::Crypto Threads::Threads)
+add_executable(test_ks_api_emu test_ks_api.c gpu_emulator.c)
+target_include_directories(test_ks_api_emu PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(test_ks_api_emu PRIVATE OpenSSL::Crypto Threads::Threads)
+add_test(NAME ks_api COMMAND test_ks_api)
+set_tests_properties(ks_api PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)
+add_test(NAME ks_api_emu COMMAND test_ks_api_emu)
+set_tests_properties(ks_api_emu PROPERTIES LABELS emu TIMEOUT 300)

@@ -1,0 +1,202 @@
+/*
+ * test_ks_api.c - the keystream-window API of the GPU layer (include/gpuaes_gpu.h,
+ * "Keystream ahead") on its own, against AES-ECB of the counter blocks:
+ *  - 128-bit counters at 2^128 - k (carry through all 16 bytes, wrap to 0);
+ *  - GCM inc32 counters at 2^32 - k (the low 32 bits wrap, the rest stays);
+ *  - every key size, lengths of 1 block to 1 MiB;
+ *  - 24 windows filled at once from 4 threads (coalesced launches on a GPU);
+ *  - a window reused after it was ready, and freed while in flight.
+ * Built twice: against the real GPU layer (label gpu, exit 77 without a GPU)
+ * and against test/gpu_emulator.c.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <openssl/evp.h>
+
+#include "gpuaes_gpu.h"
+
+static int failures;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define CHECK(c, ...) do { if (!(c)) { pthread_mutex_lock(&lock); failures++; \
+    fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); fprintf(stderr, __VA_ARGS__); \
+    fputc('\n', stderr); pthread_mutex_unlock(&lock); } } while (0)
+
+static uint64_t seed = 0x6b735f617069ULL;
+static uint64_t rnd(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void inc(unsigned char c[16], int ctr32)
+{
+    for (int i = 15; i >= (ctr32 ? 12 : 0); i--)
+        if (++c[i] != 0)
+            break;
+}
+
+/* The expected keystream: AES-ECB of ctr, ctr+1, ... */
+static int expect(const unsigned char *key, size_t keylen, const unsigned char ctr[16], int ctr32,
+                  unsigned char *out, size_t n)
+{
+    static const char *names[] = { "AES-128-ECB", "AES-192-ECB", "AES-256-ECB" };
+    EVP_CIPHER *ci = EVP_CIPHER_fetch(NULL, names[(keylen - 16) / 8], NULL);
+    EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+    unsigned char c[16];
+    int ok, outl = 0;
+
+    memcpy(c, ctr, 16);
+    for (size_t i = 0; i < n; i += 16) {
+        memcpy(out + i, c, 16);
+        inc(c, ctr32);
+    }
+    ok = ci != NULL && x != NULL && EVP_EncryptInit_ex2(x, ci, key, NULL, NULL)
+        && EVP_CIPHER_CTX_set_padding(x, 0) && EVP_EncryptUpdate(x, out, &outl, out, (int)n);
+    EVP_CIPHER_CTX_free(x);
+    EVP_CIPHER_free(ci);
+    return ok && outl == (int)n;
+}
+
+/* Polls until ready (or 10 s); 1 ready, -1 failed, 0 timed out. */
+static int wait_ready(gpuaes_ks_window *w, char err[160])
+{
+    struct timespec ts = { 0, 20000 };
+
+    for (int i = 0; i < 500000; i++) {
+        int r = gpuaes_ks_ready(w, err);
+
+        if (r != 0)
+            return r;
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+typedef struct {
+    unsigned char key[32];
+    size_t keylen;
+    unsigned char ctr[16];
+    int ctr32;
+    size_t n;
+    gpuaes_key *gk;
+    gpuaes_ks_window *w;
+} job;
+
+static void make_job(job *j, uint64_t *s, size_t cap)
+{
+    j->keylen = 16 + 8 * (size_t)(rnd(s) % 3);
+    for (int i = 0; i < 32; i++)
+        j->key[i] = (unsigned char)rnd(s);
+    for (int i = 0; i < 16; i++)
+        j->ctr[i] = (unsigned char)rnd(s);
+    j->ctr32 = (int)(rnd(s) & 1);
+    /* near the top: 2^128 - k, or low 32 bits at 2^32 - k */
+    {
+        uint32_t k = (uint32_t)(rnd(s) % 5000);
+        int from = j->ctr32 ? 12 : (int)(rnd(s) % 2 ? 0 : 8);
+        uint64_t v = ~(uint64_t)0 - k;
+
+        memset(j->ctr + from, 0xff, (size_t)(16 - from));
+        for (int i = 15; i >= 12; i--, v >>= 8)
+            j->ctr[i] = (unsigned char)v;
+    }
+    j->n = 16 * (1 + (size_t)(rnd(s) % (cap / 16)));
+    j->gk = gpuaes_key_new(j->key, j->keylen);
+}
+
+static void check_job(job *j, const char *what)
+{
+    unsigned char *want = malloc(j->n);
+    char err[160] = "";
+    int r = wait_ready(j->w, err);
+
+    CHECK(r == 1, "%s: window not ready (%d: %s)", what, r, err);
+    CHECK(want != NULL && expect(j->key, j->keylen, j->ctr, j->ctr32, want, j->n), "%s: reference", what);
+    if (r == 1 && want != NULL)
+        CHECK(memcmp(gpuaes_ks_data(j->w), want, j->n) == 0,
+              "%s: keystream differs (key %zu, ctr32 %d, %zu bytes)", what, j->keylen * 8, j->ctr32, j->n);
+    free(want);
+}
+
+#define CAP ((size_t)1 << 20)
+#define PER_THREAD 6
+
+static void *thread_main(void *arg)
+{
+    uint64_t s = (uint64_t)(uintptr_t)arg;
+    job j[PER_THREAD];
+    char err[160];
+
+    for (int round = 0; round < 4; round++) {
+        int n = 0;
+
+        for (int i = 0; i < PER_THREAD; i++) {
+            make_job(&j[i], &s, CAP);
+            j[i].w = gpuaes_ks_window_new(CAP);
+            CHECK(j[i].w != NULL && j[i].gk != NULL, "window/key");
+            if (j[i].w == NULL || j[i].gk == NULL)
+                break;
+            CHECK(gpuaes_ks_fill(j[i].w, j[i].gk, j[i].ctr, j[i].n, j[i].ctr32, err) == GPUAES_OK,
+                  "fill: %s", err);
+            n++;
+        }
+        for (int i = 0; i < n; i++) {
+            check_job(&j[i], "batch");
+            /* refill the same window after it was ready */
+            gpuaes_key_free(j[i].gk);
+            make_job(&j[i], &s, CAP);
+            if (j[i].gk != NULL
+                && gpuaes_ks_fill(j[i].w, j[i].gk, j[i].ctr, j[i].n, j[i].ctr32, err) == GPUAES_OK)
+                check_job(&j[i], "refill");
+        }
+        /* freed while in flight: must not crash or leak keystream into the pool unwiped */
+        for (int i = 0; i < n; i++) {
+            gpuaes_key *k = j[i].gk;
+
+            make_job(&j[i], &s, CAP);
+            (void)gpuaes_ks_fill(j[i].w, j[i].gk, j[i].ctr, j[i].n, j[i].ctr32, err);
+            gpuaes_ks_window_free(j[i].w);
+            gpuaes_key_free(j[i].gk);
+            gpuaes_key_free(k);
+        }
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    pthread_t th[4];
+    unsigned long long launches = 0, jobs = 0;
+
+    (void)argc;
+    (void)argv;
+    if (!gpuaes_gpu_available()) {
+        printf("SKIP: no usable GPU (%s)\n", gpuaes_gpu_description());
+        return 77;
+    }
+    gpuaes_ks_set_limit((size_t)64 << 20);
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, thread_main, (void *)(uintptr_t)rnd(&seed));
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    /* Over the limit: no window, not an error. */
+    gpuaes_ks_set_limit(0);
+    {
+        gpuaes_ks_window *w = gpuaes_ks_window_new((size_t)128 << 20);
+
+        CHECK(w == NULL, "a window beyond the limit");
+        gpuaes_ks_window_free(w);
+    }
+    gpuaes_ks_stats(&launches, &jobs);
+    printf("ks_api: %llu fills in %llu launches; %s\n", jobs, launches, failures ? "FAILED" : "ok");
+    gpuaes_gpu_release();
+    return failures ? 1 : 0;
+}
