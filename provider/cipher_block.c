@@ -12,6 +12,7 @@
  * on either path, continues exactly.  If the GPU stops early, the same
  * re-synchronisation happens at the point where it stopped.
  */
+#include <stdatomic.h>
 #include <string.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -529,12 +530,27 @@ static int ks_sync_fb(block_ctx *c)
 
 /* Hands every window back (wiped by the GPU layer); the fallback keeps going
  * from wherever ks_sync_fb() put it. */
+/* Streams in keystream mode now, process-wide (keystream_max_streams). */
+static _Atomic size_t ks_streams;
+
+static int ks_stream_claim(const block_ctx *c)
+{
+    size_t n = atomic_load(&ks_streams);
+
+    do {
+        if (n >= c->prov->ks_max_streams)
+            return 0;
+    } while (!atomic_compare_exchange_weak(&ks_streams, &n, n + 1));
+    return 1;
+}
+
 static void ks_end(block_ctx *c)
 {
     ks_state *k = c->ks;
 
     if (k == NULL)
         return;
+    atomic_fetch_sub(&ks_streams, 1);
     for (int i = 0; i < KS_NWIN; i++) {
         ks_count_used(k->win[i].used);
         gpuaes_ks_window_free(k->win[i].w);
@@ -607,13 +623,19 @@ static int ks_begin(block_ctx *c)
     unsigned int num = 0;
     unsigned char iv[BLOCK];
 
+    if (atomic_load(&ks_streams) >= c->prov->ks_max_streams)
+        return 0;                     /* cheap refusal: as many streams as the GPU feeds */
     if (!gpuaes_gpu_available() || !fb_get_num(c, &num)
         || !fb_get_block(c, OSSL_CIPHER_PARAM_UPDATED_IV, iv) || num >= BLOCK)
         return 0;
     if (c->gpukey == NULL)
         c->gpukey = gpuaes_key_new(c->key, c->var->keylen);
-    if (c->gpukey == NULL || (k = OPENSSL_zalloc(sizeof(*k))) == NULL)
+    if (c->gpukey == NULL || !ks_stream_claim(c))
         return 0;
+    if ((k = OPENSSL_zalloc(sizeof(*k))) == NULL) {
+        atomic_fetch_sub(&ks_streams, 1);
+        return 0;
+    }
     /* With num > 0 the fallback's counter is already that of the next block. */
     if (num > 0)
         ctr_sub1(iv);

@@ -72,6 +72,7 @@ typedef struct gpuaes_prov {
     size_t ks_ramp;                        /* a stream this long (bytes) gets keystream windows */
     size_t ks_max_window;                  /* largest window (bytes, multiple of 16) */
     size_t ks_total;                       /* pinned memory for keystream, process-wide */
+    size_t ks_max_streams;                 /* streams in keystream mode at once, process-wide */
 } gpuaes_prov;
 
 /* fallback.c: the default provider, loaded privately; fills each variant's
