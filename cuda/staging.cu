@@ -497,6 +497,7 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
     job->done = 0;
     job->status = GPUAES_OK;
     job->error[0] = '\0';
+    std::memset(job->ghash, 0, sizeof job->ghash); // GCM: the GHASH of nothing done yet
 
     const int kmode = kmode_of(job->op);
     if (kmode < 0 || job->key == nullptr || job->len % 16 != 0 ||

@@ -23,7 +23,7 @@ typedef enum gpuaes_op {
     GPUAES_CBC_DECRYPT,   /* out[i] = D(in[i]) ^ in[i-1], in[-1] = iv */
     GPUAES_CFB128_DECRYPT, /* out[i] = E(in[i-1]) ^ in[i], in[-1] = iv */
     /* GCM's bulk: GPUAES_CTR32 plus GHASH of the ciphertext (out[] when
-     * encrypting, in[] when decrypting): gpuaes_job.h in, .ghash out. */
+     * encrypting, in[] when decrypting): job.h in, job.ghash out. */
     GPUAES_GCM_ENCRYPT,
     GPUAES_GCM_DECRYPT
 } gpuaes_op;

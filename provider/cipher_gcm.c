@@ -271,15 +271,18 @@ static int seg_feed(gcm_ctx *c, const unsigned char *p, size_t len)
         return 1;
     if (!c->g.seg_live) {
         if (!c->fb->einit(c->g.seg, NULL, 0, zero_iv, sizeof(zero_iv), NULL))
-            return 0;
+            goto err;
         c->g.seg_live = 1;
         c->g.seg_bytes = 0;
     }
     /* The default provider wants an "output size" even for AAD. */
     if (!c->fb->update(c->g.seg, NULL, &outl, len, p, len))
-        return 0;
+        goto err;
     c->g.seg_bytes += len;
     return 1;
+ err:
+    c->g.ghash_dead = 1;              /* bytes are missing from GHASH: no tag may come out */
+    return 0;
 }
 
 /* Y = Y * H^nblocks ^ add: appends nblocks blocks whose GHASH from zero,
@@ -314,9 +317,9 @@ static int seg_close(gcm_ctx *c, int at_final)
     c->g.seg_live = 0;
     if (c->g.seg_bytes == 0)
         return 1;
-    if (!at_final && c->g.seg_bytes % BLOCK != 0)
-        return 0;                     /* cannot happen: a GPU piece starts block-aligned */
-    ok = c->fb->final(c->g.seg, NULL, &outl, 0) && c->fb->get_ctx_params(c->g.seg, p);
+    /* Cannot happen (a GPU piece starts block-aligned), but would give a wrong tag. */
+    ok = (at_final || c->g.seg_bytes % BLOCK == 0)
+        && c->fb->final(c->g.seg, NULL, &outl, 0) && c->fb->get_ctx_params(c->g.seg, p);
     if (ok) {
         gcm_len_block(l, c->g.seg_bytes * 8, 0);
         gf128_mul(l, c->g.h);
@@ -325,6 +328,8 @@ static int seg_close(gcm_ctx *c, int at_final)
         y_fold(c, (c->g.seg_bytes + BLOCK - 1) / BLOCK, t);
     }
     OPENSSL_cleanse(t, sizeof(t));
+    if (!ok)
+        c->g.ghash_dead = 1;          /* the segment is lost: no tag may come out */
     return ok;
 }
 
@@ -457,7 +462,6 @@ static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, si
     int gh = !c->g.ghash_dead;        /* after a failed final, no GHASH is kept */
     gpuaes_job job = { .op = !gh ? GPUAES_CTR32 : c->enc ? GPUAES_GCM_ENCRYPT : GPUAES_GCM_DECRYPT,
                        .in = in, .out = out, .len = mid };
-    int ok = 1;
 
     *done = 0;
     if (c->g.gpukey == NULL)
@@ -478,7 +482,7 @@ static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, si
     OPENSSL_cleanse(job.iv, BLOCK);
     OPENSSL_cleanse(job.h, BLOCK);
     OPENSSL_cleanse(job.ghash, BLOCK);
-    return ok;
+    return 1;
 }
 
 /*
