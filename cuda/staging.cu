@@ -25,6 +25,7 @@
 #include "aes_kernels.cuh"
 #include "aes_key.h"
 #include "copy_pool.h"
+#include "ghash_launch.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
 
@@ -35,12 +36,17 @@ constexpr size_t kChunk = size_t(8) << 20; // bytes per pipeline stage and per b
 constexpr int kMaxSlots = 8;
 constexpr int kLanes = 2; // streams per slot: chunk i uses lane i % 2
 static_assert(kChunk % 16 == 0 && kChunk / 16 < (size_t(1) << 31), "chunk size");
+// Pinned bytes per lane: the chunk, then the chunk's GHASH (GCM) at host + kChunk.
+constexpr size_t kHostBytes = kChunk + 64;
+// Device GHASH scratch per lane: the partials, then the chunk's result.
+constexpr size_t kGhashBytes = kGhashScratch + 64;
 
 struct Lane {
     cudaStream_t stream = nullptr;
-    unsigned char *host = nullptr; // pinned, kChunk bytes: input, then the chunk's output
+    unsigned char *host = nullptr; // pinned, kHostBytes: input, then the chunk's output (+ GHASH)
     void *din = nullptr;           // device input, kChunk bytes
     void *dout = nullptr;          // device output (separate: CBC/CFB read in[j-1])
+    G128 *dgh = nullptr;           // device GHASH scratch, kGhashBytes
 };
 
 enum class SlotState { empty, creating, idle, busy, dead };
@@ -85,15 +91,17 @@ void destroy_slot(Slot *s, bool wipe, bool cuda)
 {
     for (Lane &l : s->lane) {
         if (cuda && l.stream != nullptr) (void)cudaStreamSynchronize(l.stream); // no DMA in flight
-        if (wipe && l.host != nullptr) secure_wipe(l.host, kChunk);
+        if (wipe && l.host != nullptr) secure_wipe(l.host, kHostBytes);
         if (!cuda) continue;
         if (wipe && l.stream != nullptr) {
             if (l.din != nullptr) (void)cudaMemsetAsync(l.din, 0, kChunk, l.stream);
             if (l.dout != nullptr) (void)cudaMemsetAsync(l.dout, 0, kChunk, l.stream);
+            if (l.dgh != nullptr) (void)cudaMemsetAsync(l.dgh, 0, kGhashBytes, l.stream);
             (void)cudaStreamSynchronize(l.stream);
         }
         if (l.din != nullptr) (void)cudaFree(l.din);
         if (l.dout != nullptr) (void)cudaFree(l.dout);
+        if (l.dgh != nullptr) (void)cudaFree(l.dgh);
         if (l.host != nullptr) (void)cudaFreeHost(l.host);
         if (l.stream != nullptr) (void)cudaStreamDestroy(l.stream);
         l = Lane();
@@ -112,6 +120,8 @@ int kmode_of(gpuaes_op op)
     case GPUAES_CTR32: return KM_CTR32;
     case GPUAES_CBC_DECRYPT: return KM_CBC_DEC;
     case GPUAES_CFB128_DECRYPT: return KM_CFB_DEC;
+    case GPUAES_GCM_ENCRYPT:
+    case GPUAES_GCM_DECRYPT: return KM_CTR32; // + GHASH (Pipeline::gh_)
     }
     return -1;
 }
@@ -167,9 +177,23 @@ class Pipeline {
         std::memcpy(done_chain_, job->iv, 16);
         const bool dec = kmode_decrypts(kmode);
         std::memcpy(params_.rk, dec ? job->key->rk_dec : job->key->rk_enc, sizeof params_.rk);
+        gh_ = job->op == GPUAES_GCM_ENCRYPT ? GhashOver::out : job->op == GPUAES_GCM_DECRYPT ? GhashOver::in
+                                                                                          : GhashOver::none;
+        if (gh_ != GhashOver::none) {
+            h_ = g128_from_bytes(job->h);
+            gparams_.h = h_;
+        }
+        s_ = g128_zero();
     }
 
-    ~Pipeline() { secure_wipe(&params_, sizeof params_); }
+    ~Pipeline()
+    {
+        secure_wipe(&params_, sizeof params_);
+        secure_wipe(&gparams_, sizeof gparams_);
+        secure_wipe(pw_, sizeof pw_);
+        secure_wipe(&h_, sizeof h_);
+        secure_wipe(&s_, sizeof s_);
+    }
 
     // Runs the job; returns false when the slot's streams may not be idle
     // (then the slot must not be reused).
@@ -211,9 +235,12 @@ class Pipeline {
     bool fatal() const { return fatal_; }
 
   private:
+    enum class GhashOver { none, out, in }; // GCM: GHASH of the output (encrypt) or input (decrypt)
+
     struct Pending {
         bool active = false;
         size_t index = 0, off = 0, n = 0;
+        G128 h_pow_n{};                  // GCM: H^(n/16), to append this chunk's GHASH
         unsigned char last_in[16] = {0}; // last input (ciphertext) block of the chunk
     };
 
@@ -306,13 +333,44 @@ class Pipeline {
             fail_injected("copyout", "cudaMemcpyAsync");
             return false;
         }
+        if (gh_ != GhashOver::none) {
+            e = enqueue_ghash(l, p, gh_ == GhashOver::out ? l.dout : l.din, (uint32_t)(n / 16));
+            if (e != cudaSuccess) {
+                p.active = false;
+                fail("launch", "ghash kernels", e);
+                return false;
+            }
+        }
         e = cudaMemcpyAsync(l.host, l.dout, n, cudaMemcpyDeviceToHost, l.stream);
+        if (e == cudaSuccess && gh_ != GhashOver::none)
+            e = cudaMemcpyAsync(l.host + kChunk, l.dgh + kGhashMaxFinal, sizeof(G128), cudaMemcpyDeviceToHost,
+                                l.stream);
         if (e != cudaSuccess) {
             p.active = false;
             fail("copyout", "cudaMemcpyAsync", e);
             return false;
         }
         return true;
+    }
+
+    // GCM: the chunk's GHASH kernels on its stream, after the CTR kernel
+    // (encrypt: over its output) or over the input (decrypt); the powers of
+    // H they need are computed here on the host, once per job and m.
+    cudaError_t enqueue_ghash(Lane &l, Pending &p, const void *data, uint32_t nb)
+    {
+        const GhashPlan pl = ghash_plan(nb);
+        if (pl.m != pw_m_ || pl.levels > pw_levels_) {
+            ghash_powers(pw_, h_, pl.m, pl.levels); // pw_[0..levels]
+            pw_m_ = pl.m;
+            pw_levels_ = pl.levels;
+        }
+        for (int L = 0; L < pl.levels; ++L) gparams_.pw[L] = pw_[L];
+        gparams_.m = pl.m;
+        gparams_.pad = pl.pad;
+        gparams_.nb = nb;
+        // H^nb for the host's append in finalise(): m*P blocks are pw_[levels].
+        p.h_pow_n = pl.pad == 0 ? pw_[pl.levels] : gf_pow(h_, nb);
+        return launch_ghash(gparams_, pl, data, l.dgh, l.dgh + kGhashMaxFinal, l.stream);
     }
 
     // Wait for lane s's chunk and publish it: out[off..off+n), done += n.
@@ -331,6 +389,12 @@ class Pipeline {
             return false;
         }
         parallel_memcpy(job_->out + p.off, l.host, p.n); // all of it, before done moves
+        if (gh_ != GhashOver::none) { // S = S * H^n ^ S_chunk: GHASH of out[0..done + n)
+            G128 sc;
+            std::memcpy(&sc, l.host + kChunk, sizeof sc);
+            s_ = ghash_append(s_, p.h_pow_n, sc);
+            secure_wipe(&sc, sizeof sc);
+        }
         job_->done += p.n;
         std::memcpy(done_chain_, p.last_in, 16);
         return true;
@@ -355,6 +419,7 @@ class Pipeline {
         default:
             break; // ECB: unchanged
         }
+        if (gh_ != GhashOver::none) g128_to_bytes(s_, job_->ghash); // zero when nothing is done
     }
 
     gpuaes_job *job_;
@@ -366,6 +431,13 @@ class Pipeline {
     bool fatal_ = false;
     KParams params_{};
     Pending pend_[kLanes];
+    GhashOver gh_ = GhashOver::none;
+    G128 h_{};                           // GCM: H
+    G128 s_{};                           // GCM: GHASH of out[0..done) (or in[0..done))
+    GParams gparams_{};                  // GCM: GHASH kernel parameters
+    G128 pw_[kGhashMaxLevels + 1] = {};  // GCM: H^(pw_m_ * 2^L), L = 0..pw_levels_
+    uint32_t pw_m_ = 0;
+    int pw_levels_ = -1;
     unsigned char iv0_[16];        // job->iv on entry
     unsigned char chain_[16];      // CBC/CFB chaining block for the next chunk to stage
     unsigned char done_chain_[16]; // CBC/CFB state after the done prefix
@@ -381,9 +453,10 @@ bool create_slot(Slot *s, gpuaes_job *job)
     const char *call = "";
     for (Lane &l : s->lane) {
         if ((e = cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking)) != cudaSuccess) { call = "cudaStreamCreateWithFlags"; l.stream = nullptr; break; }
-        if ((e = cudaHostAlloc((void **)&l.host, kChunk, cudaHostAllocDefault)) != cudaSuccess) { call = "cudaHostAlloc"; l.host = nullptr; break; }
+        if ((e = cudaHostAlloc((void **)&l.host, kHostBytes, cudaHostAllocDefault)) != cudaSuccess) { call = "cudaHostAlloc"; l.host = nullptr; break; }
         if ((e = cudaMalloc(&l.din, kChunk)) != cudaSuccess) { call = "cudaMalloc"; l.din = nullptr; break; }
         if ((e = cudaMalloc(&l.dout, kChunk)) != cudaSuccess) { call = "cudaMalloc"; l.dout = nullptr; break; }
+        if ((e = cudaMalloc((void **)&l.dgh, kGhashBytes)) != cudaSuccess) { call = "cudaMalloc"; l.dgh = nullptr; break; }
     }
     if (e == cudaSuccess) return true;
     std::snprintf(job->error, sizeof job->error, "alloc: %s: %s", call, cudaGetErrorString(e));
@@ -424,6 +497,7 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
     job->done = 0;
     job->status = GPUAES_OK;
     job->error[0] = '\0';
+    std::memset(job->ghash, 0, sizeof job->ghash); // GCM: the GHASH of nothing done yet
 
     const int kmode = kmode_of(job->op);
     if (kmode < 0 || job->key == nullptr || job->len % 16 != 0 ||

@@ -21,7 +21,11 @@ typedef enum gpuaes_op {
     GPUAES_CTR128,        /* out = in ^ E(ctr), 128-bit big-endian counter, full carry */
     GPUAES_CTR32,         /* the same with GCM's inc32: only the low 32 bits count, mod 2^32 */
     GPUAES_CBC_DECRYPT,   /* out[i] = D(in[i]) ^ in[i-1], in[-1] = iv */
-    GPUAES_CFB128_DECRYPT /* out[i] = E(in[i-1]) ^ in[i], in[-1] = iv */
+    GPUAES_CFB128_DECRYPT, /* out[i] = E(in[i-1]) ^ in[i], in[-1] = iv */
+    /* GCM's bulk: GPUAES_CTR32 plus GHASH of the ciphertext (out[] when
+     * encrypting, in[] when decrypting): job.h in, job.ghash out. */
+    GPUAES_GCM_ENCRYPT,
+    GPUAES_GCM_DECRYPT
 } gpuaes_op;
 
 /* Outcome of gpuaes_gpu_run(). */
@@ -49,6 +53,12 @@ typedef struct gpuaes_job {
     const unsigned char *in;
     unsigned char *out;            /* may equal in (in place) */
     size_t len;                    /* multiple of 16 */
+    /* GPUAES_GCM_*: in: the GHASH key H = E_K(0^128).  Out: GHASH from a zero
+     * state of the ciphertext blocks C_1..C_n of the done prefix (n = done/16),
+     * S = sum_{i=1..n} C_i * H^(n-i+1) (all zero when done is 0).  Unused by
+     * the other operations. */
+    unsigned char h[16];
+    unsigned char ghash[16];
     /* Results */
     size_t done;                   /* bytes of out[] final and correct: a prefix, multiple of 16 */
     gpuaes_status status;

@@ -6,13 +6,31 @@
  *  - the default provider's GCM context (`fbctx`): TLS records, messages that
  *    start small, every message when no GPU is usable.  Its GHASH state cannot
  *    be exported, so a message that started there finishes there.
- *  - gpuaes's own GCM (`g`): counter, partial block and lengths are ours; the
- *    keystream comes from the GPU (CTR32 kernel) for large pieces and from the
- *    default provider's AES-ECB for small ones, so later updates may switch
- *    freely.  GHASH stays in OpenSSL: a second default-provider GCM context
- *    (`ghctx`, same key and IV) is fed AAD || pad || ciphertext as AAD; its tag
- *    differs from the real one only in the length block, which final corrects:
- *    tag = tag' ^ (L ^ L') * H.  Everything is duplicable (dupctx).
+ *  - gpuaes's own GCM (`g`): counter, partial block, lengths and GHASH state
+ *    are ours.  Large whole-block pieces go to the GPU (GPUAES_GCM_* op:
+ *    keystream and the GHASH S of their ciphertext); small ones get their
+ *    keystream from the default provider's AES-ECB, so later updates may
+ *    switch freely.
+ *
+ * GHASH on our engine.  X is the usual accumulator (X = (X ^ B) * H per
+ * block B of AAD || pad || C || pad); we keep Y = X * H instead, because
+ * that is what both kinds of pieces deliver without a division by H:
+ *  - CPU-hashed bytes (AAD, its pad, small updates' ciphertext) go, in order,
+ *    into a "segment": a default-provider GCM context with the same key and
+ *    the all-zero 96-bit IV, fed them as AAD (OpenSSL's fast GHASH).  For a
+ *    segment of b bytes (k = ceil(b/16) blocks, zero-padded), GHASH from zero
+ *    S_seg, and length block L' = [8b]_64 || [0]_64, its tag is
+ *    tag' = (S_seg ^ L') * H ^ E0 with E0 = E_K(0^96 || 0^31 || 1), so
+ *    S_seg * H = tag' ^ E0 ^ L' * H.  Appending it: X' = X * H^k ^ S_seg, so
+ *    Y' = Y * H^k ^ tag' ^ E0 ^ L' * H.
+ *  - a GPU piece of n blocks with GHASH S (from zero): Y' = Y * H^n ^ S * H.
+ *  - final: tag = (X ^ L) * H ^ E_K(J0) = Y ^ L * H ^ E_K(J0),
+ *    L = [8 * aadlen]_64 || [8 * datalen]_64.
+ * A segment is closed before each GPU piece (it then holds whole blocks: the
+ * GPU piece starts block-aligned, after the CPU finished the partial block,
+ * and AAD's pad is in the segment) and at final (a trailing partial block is
+ * zero-padded by the segment's own final, as AAD, which is what GCM's pad
+ * of C is).  Everything is duplicable (dupctx).
  */
 #include <stdint.h>
 #include <string.h>
@@ -45,19 +63,27 @@ typedef struct gcm_ctx {
     size_t ivlen;
     int iv_set;
     msg_engine msg;
-    unsigned char aad[AAD_STASH];     /* AAD of an undecided message, not yet in ghctx */
+    unsigned char aad[AAD_STASH];     /* AAD of an undecided message, not yet in the segment */
     size_t naad;
-    int aad_in_ghctx;                 /* ghctx has seen (some of) this message's AAD */
     unsigned char tag[BLOCK];         /* decrypt: expected; encrypt: computed at final */
     size_t taglen;
     int tag_ours;                     /* the last tag made was our engine's (else the fallback's) */
     /* gpuaes's own GCM engine (msg == MSG_GPU) */
     struct {
-        void *ghctx;                  /* default GCM used as GHASH over AAD||pad||C */
+        void *seg;                    /* default GCM, zero IV: GHASH of a segment, as AAD */
         void *ecbctx;                 /* default AES-ECB: H and CPU keystream */
         gpuaes_key *gpukey;
         int keyed;                    /* aux contexts hold the current key */
         unsigned char h[BLOCK];
+        unsigned char e0[BLOCK];      /* E_K(0^96 || 0^31 || 1): masks the segment's tag */
+        unsigned char ekj0[BLOCK];    /* E_K(J0): masks the message's tag */
+        unsigned char y[BLOCK];       /* Y = X * H over everything folded so far */
+        int y_zero;                   /* nothing folded yet (Y = 0): skip Y * H^k */
+        int seg_live;                 /* the segment was started for this message */
+        unsigned long long seg_bytes; /* bytes fed to the live segment */
+        unsigned long long pow_n;     /* pow = H^pow_n when pow_ok (lengths repeat) */
+        unsigned char pow[BLOCK];
+        int pow_ok;
         unsigned char ctr[BLOCK];     /* counter block of the next keystream block */
         unsigned char ek[BLOCK];      /* keystream of the current partial block */
         size_t mres;                  /* bytes of ek used */
@@ -100,8 +126,8 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
 
 static void free_engine(gcm_ctx *c)
 {
-    if (c->g.ghctx != NULL)
-        c->fb->freectx(c->g.ghctx);
+    if (c->g.seg != NULL)
+        c->fb->freectx(c->g.seg);
     if (c->g.ecbctx != NULL)
         c->ecb->freectx(c->g.ecbctx);
     gpuaes_key_free(c->g.gpukey);
@@ -127,10 +153,10 @@ void *gcm_dupctx(void *vctx)
         return NULL;
     *c = *src;
     c->g.gpukey = NULL;               /* remade on first use */
-    c->g.ghctx = src->g.ghctx != NULL ? src->fb->dupctx(src->g.ghctx) : NULL;
+    c->g.seg = src->g.seg != NULL ? src->fb->dupctx(src->g.seg) : NULL;
     c->g.ecbctx = src->g.ecbctx != NULL ? src->ecb->dupctx(src->g.ecbctx) : NULL;
     c->fbctx = src->fb->dupctx(src->fbctx);
-    if (c->fbctx == NULL || (src->g.ghctx != NULL && c->g.ghctx == NULL)
+    if (c->fbctx == NULL || (src->g.seg != NULL && c->g.seg == NULL)
         || (src->g.ecbctx != NULL && c->g.ecbctx == NULL)) {
         gcm_freectx(c);
         return NULL;
@@ -207,8 +233,11 @@ static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
         c->msg = c->tls || c->prov->offload_min[OFFLOAD_GCM] == SIZE_MAX ? MSG_FALLBACK
                                                                           : MSG_UNDECIDED;
         c->naad = 0;
-        c->aad_in_ghctx = 0;
         memset(&c->g.ctr, 0, sizeof(c->g.ctr));
+        memset(c->g.y, 0, sizeof(c->g.y));
+        c->g.y_zero = 1;
+        c->g.seg_live = 0;
+        c->g.seg_bytes = 0;
         c->g.mres = 0;
         c->g.aadlen = c->g.datalen = 0;
         c->g.finished = 0;
@@ -232,16 +261,76 @@ int gcm_dinit(void *vctx, const unsigned char *key, size_t keylen,
 
 /* ---- gpuaes's own engine ---- */
 
-/* AAD (or pad, or ciphertext) into the GHASH context. */
-static int ghash(gcm_ctx *c, const unsigned char *p, size_t len)
+/* AAD (or pad, or ciphertext) into the segment, started on first use. */
+static int seg_feed(gcm_ctx *c, const unsigned char *p, size_t len)
 {
+    static const unsigned char zero_iv[12];
     size_t outl;
 
-    if (c->g.ghash_dead)
+    if (c->g.ghash_dead || len == 0)
         return 1;
-
+    if (!c->g.seg_live) {
+        if (!c->fb->einit(c->g.seg, NULL, 0, zero_iv, sizeof(zero_iv), NULL))
+            goto err;
+        c->g.seg_live = 1;
+        c->g.seg_bytes = 0;
+    }
     /* The default provider wants an "output size" even for AAD. */
-    return len == 0 || c->fb->update(c->g.ghctx, NULL, &outl, len, p, len);
+    if (!c->fb->update(c->g.seg, NULL, &outl, len, p, len))
+        goto err;
+    c->g.seg_bytes += len;
+    return 1;
+ err:
+    c->g.ghash_dead = 1;              /* bytes are missing from GHASH: no tag may come out */
+    return 0;
+}
+
+/* Y = Y * H^nblocks ^ add: appends nblocks blocks whose GHASH from zero,
+ * times H, is `add`.  nblocks is public; H^n is cached (sizes repeat). */
+static void y_fold(gcm_ctx *c, unsigned long long nblocks, const unsigned char add[BLOCK])
+{
+    if (!c->g.y_zero) {
+        if (!c->g.pow_ok || c->g.pow_n != nblocks) {
+            gf128_pow(c->g.pow, c->g.h, nblocks);
+            c->g.pow_n = nblocks;
+            c->g.pow_ok = 1;
+        }
+        gf128_mul(c->g.y, c->g.pow);
+    }
+    for (int i = 0; i < BLOCK; i++)
+        c->g.y[i] ^= add[i];
+    c->g.y_zero = 0;
+}
+
+/* Closes the live segment into Y (see the top of this file).  Before a GPU
+ * piece (at_final == 0) it must hold whole blocks. */
+static int seg_close(gcm_ctx *c, int at_final)
+{
+    unsigned char t[BLOCK], l[BLOCK];
+    OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, t, BLOCK),
+                        OSSL_PARAM_END };
+    size_t outl;
+    int ok;
+
+    if (c->g.ghash_dead || !c->g.seg_live)
+        return 1;
+    c->g.seg_live = 0;
+    if (c->g.seg_bytes == 0)
+        return 1;
+    /* Cannot happen (a GPU piece starts block-aligned), but would give a wrong tag. */
+    ok = (at_final || c->g.seg_bytes % BLOCK == 0)
+        && c->fb->final(c->g.seg, NULL, &outl, 0) && c->fb->get_ctx_params(c->g.seg, p);
+    if (ok) {
+        gcm_len_block(l, c->g.seg_bytes * 8, 0);
+        gf128_mul(l, c->g.h);
+        for (int i = 0; i < BLOCK; i++)
+            t[i] ^= c->g.e0[i] ^ l[i];
+        y_fold(c, (c->g.seg_bytes + BLOCK - 1) / BLOCK, t);
+    }
+    OPENSSL_cleanse(t, sizeof(t));
+    if (!ok)
+        c->g.ghash_dead = 1;          /* the segment is lost: no tag may come out */
+    return ok;
 }
 
 /* Keystream on the CPU: the default provider's AES-ECB over counter blocks. */
@@ -286,43 +375,48 @@ static int cpu_ctr32(gcm_ctx *c, unsigned char *out, const unsigned char *in, si
     return ok;
 }
 
-/* Key the auxiliary contexts and compute H once per key. */
+/* Key the auxiliary contexts and compute H and E0 once per key. */
 static int engine_key(gcm_ctx *c)
 {
-    static const unsigned char zero[BLOCK];
+    unsigned char blocks[2 * BLOCK] = { 0 }, enc[2 * BLOCK];
     unsigned int pad = 0;
     OSSL_PARAM nopad[2] = { OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, &pad), OSSL_PARAM_END };
     size_t outl;
+    int ok;
 
     if (c->g.keyed)
         return 1;
-    if (c->g.ghctx == NULL && (c->g.ghctx = c->fb->newctx(c->prov->fallback_provctx)) == NULL)
+    if (c->g.seg == NULL && (c->g.seg = c->fb->newctx(c->prov->fallback_provctx)) == NULL)
         return 0;
     if (c->g.ecbctx == NULL && (c->g.ecbctx = c->ecb->newctx(c->prov->fallback_provctx)) == NULL)
         return 0;
-    if (!c->ecb->einit(c->g.ecbctx, c->key, c->var->keylen, NULL, 0, nopad)
-        || !c->ecb->update(c->g.ecbctx, c->g.h, &outl, BLOCK, zero, BLOCK) || outl != BLOCK)
-        return 0;
-    c->g.keyed = 1;
-    return 1;
+    blocks[2 * BLOCK - 1] = 1;        /* 0^128, then the zero IV's J0 = 0^96 || 0^31 || 1 */
+    ok = c->ecb->einit(c->g.ecbctx, c->key, c->var->keylen, NULL, 0, nopad)
+        && c->ecb->update(c->g.ecbctx, enc, &outl, sizeof(blocks), blocks, sizeof(blocks))
+        && outl == sizeof(blocks)
+        && c->fb->einit(c->g.seg, c->key, c->var->keylen, NULL, 0, NULL);
+    if (ok) {
+        memcpy(c->g.h, enc, BLOCK);
+        memcpy(c->g.e0, enc + BLOCK, BLOCK);
+        c->g.pow_ok = 0;
+        c->g.seg_live = 0;            /* the key went in without an IV: restart on use */
+        c->g.keyed = 1;
+    }
+    OPENSSL_cleanse(enc, sizeof(enc));
+    return ok;
 }
 
-/* Start gpuaes's engine for this message: counter, GHASH context, stashed AAD. */
+/* Start gpuaes's engine for this message: counter, E_K(J0), stashed AAD. */
 static int engine_start(gcm_ctx *c)
 {
-    size_t ivlen = c->ivlen;
-    OSSL_PARAM p[2] = { OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ivlen), OSSL_PARAM_END };
+    size_t outl;
 
     if (!engine_key(c))
         return 0;
-    if (!c->aad_in_ghctx
-        && !c->fb->einit(c->g.ghctx, c->key, c->var->keylen, c->iv, c->ivlen, p))
-        return 0;
-    if (!ghash(c, c->aad, c->naad))
+    if (!seg_feed(c, c->aad, c->naad))
         return 0;
     c->g.aadlen += c->naad;
     c->naad = 0;
-    c->aad_in_ghctx = 1;
     if (c->ivlen == 12) {
         memcpy(c->g.ctr, c->iv, 12);
         memset(c->g.ctr + 12, 0, 3);
@@ -330,18 +424,18 @@ static int engine_start(gcm_ctx *c)
     } else {
         gcm_j0_from_iv(c->g.ctr, c->g.h, c->iv, c->ivlen);
     }
-    gcm_inc32(c->g.ctr, 1);           /* J0 masks the tag; data starts at inc32(J0) */
+    /* J0 masks the tag; data starts at inc32(J0) */
+    if (!c->ecb->update(c->g.ecbctx, c->g.ekj0, &outl, BLOCK, c->g.ctr, BLOCK) || outl != BLOCK)
+        return 0;
+    gcm_inc32(c->g.ctr, 1);
     c->g.mres = 0;
     c->msg = MSG_GPU;
     return 1;
 }
 
-/* AAD of an undecided message: stash it; too much for the stash goes to ghctx now. */
+/* AAD of an undecided message: stash it; too much for the stash goes to the segment now. */
 static int undecided_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
 {
-    size_t ivlen = c->ivlen;
-    OSSL_PARAM p[2] = { OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ivlen), OSSL_PARAM_END };
-
     if (c->naad + inl <= AAD_STASH) {
         memcpy(c->aad + c->naad, in, inl);
         c->naad += inl;
@@ -353,101 +447,109 @@ static int undecided_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
     }
     if (!engine_key(c))
         return 0;
-    if (!c->aad_in_ghctx
-        && !c->fb->einit(c->g.ghctx, c->key, c->var->keylen, c->iv, c->ivlen, p))
-        return 0;
-    c->aad_in_ghctx = 1;
-    if (!ghash(c, c->aad, c->naad) || !ghash(c, in, inl))
+    if (!seg_feed(c, c->aad, c->naad) || !seg_feed(c, in, inl))
         return 0;
     c->g.aadlen += c->naad + inl;
     c->naad = 0;
     return 1;
 }
 
-/* Keystream XOR on gpuaes's engine: partial block, GPU for the bulk, CPU rest. */
-static int engine_crypt(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len)
+/* A GPU piece: mid whole blocks from a block boundary.  *done: how many
+ * the GPU did (keystream and GHASH); the rest is the caller's. */
+static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t mid,
+                     size_t *done)
 {
-    size_t head = 0, mid, done = 0;
+    int gh = !c->g.ghash_dead;        /* after a failed final, no GHASH is kept */
+    gpuaes_job job = { .op = !gh ? GPUAES_CTR32 : c->enc ? GPUAES_GCM_ENCRYPT : GPUAES_GCM_DECRYPT,
+                       .in = in, .out = out, .len = mid };
 
+    *done = 0;
+    if (c->g.gpukey == NULL)
+        c->g.gpukey = gpuaes_key_new(c->key, c->var->keylen);
+    if (c->g.gpukey == NULL)
+        return 1;                     /* the CPU does it all */
+    if (!seg_close(c, 0))             /* Y up to the GPU piece's first block */
+        return 0;
+    job.key = c->g.gpukey;
+    memcpy(job.iv, c->g.ctr, BLOCK);
+    memcpy(job.h, c->g.h, BLOCK);
+    *done = offload_run(&job);
+    memcpy(c->g.ctr, job.iv, BLOCK);
+    if (gh && *done > 0) {            /* Y = Y * H^n ^ S * H */
+        gf128_mul(job.ghash, c->g.h);
+        y_fold(c, *done / BLOCK, job.ghash);
+    }
+    OPENSSL_cleanse(job.iv, BLOCK);
+    OPENSSL_cleanse(job.h, BLOCK);
+    OPENSSL_cleanse(job.ghash, BLOCK);
+    return 1;
+}
+
+/*
+ * Keystream XOR and GHASH of the ciphertext on gpuaes's engine: the rest of
+ * the partial block, whole blocks (GPU for a large piece), a new partial
+ * block.  CPU-hashed ciphertext goes into the segment: when decrypting
+ * before it is decrypted (in place it is overwritten), after encrypting.
+ */
+static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len)
+{
+    static const unsigned char zero[BLOCK];
+    size_t head = 0, mid, done = 0, total = len;
+
+    if (c->g.datalen == 0 && c->g.aadlen % BLOCK != 0
+        && !seg_feed(c, zero, BLOCK - c->g.aadlen % BLOCK))
+        return 0;
     if (c->g.mres > 0) {
         head = BLOCK - c->g.mres < len ? BLOCK - c->g.mres : len;
+        if (!c->enc && !seg_feed(c, in, head))
+            return 0;
         for (size_t i = 0; i < head; i++)
             out[i] = in[i] ^ c->g.ek[c->g.mres + i];
+        if (c->enc && !seg_feed(c, out, head))
+            return 0;
         c->g.mres = (c->g.mres + head) % BLOCK;
     }
     out += head;
     in += head;
     len -= head;
     mid = len & ~(size_t)(BLOCK - 1);
-    if (mid >= BLOCK && offload_wanted(c->prov, OFFLOAD_GCM, mid)) {
-        gpuaes_job job = { .op = GPUAES_CTR32, .in = in, .out = out, .len = mid };
-
-        if (c->g.gpukey == NULL)
-            c->g.gpukey = gpuaes_key_new(c->key, c->var->keylen);
-        job.key = c->g.gpukey;
-        memcpy(job.iv, c->g.ctr, BLOCK);
-        if (job.key != NULL) {
-            done = offload_run(&job);
-            memcpy(c->g.ctr, job.iv, BLOCK);
-        }
-        OPENSSL_cleanse(job.iv, BLOCK);
-    }
+    if (mid >= BLOCK && offload_wanted(c->prov, OFFLOAD_GCM, mid)
+        && !gpu_piece(c, out, in, mid, &done))
+        return 0;
+    /* The rest on the CPU: in[done..len) is untouched by the GPU piece. */
+    if (!c->enc && !seg_feed(c, in + done, len - done))
+        return 0;
     if (!cpu_ctr32(c, out + done, in + done, mid - done))
         return 0;
-    out += mid;
-    in += mid;
-    len -= mid;
-    if (len > 0) {                    /* a new partial block */
+    if (len > mid) {                  /* a new partial block */
         if (!cpu_keystream(c, c->g.ek, 1))
             return 0;
-        for (size_t i = 0; i < len; i++)
-            out[i] = in[i] ^ c->g.ek[i];
-        c->g.mres = len;
+        for (size_t i = mid; i < len; i++)
+            out[i] = in[i] ^ c->g.ek[i - mid];
+        c->g.mres = len - mid;
     }
-    return 1;
-}
-
-static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t inl)
-{
-    static const unsigned char zero[BLOCK];
-
-    if (c->g.datalen == 0 && c->g.aadlen % BLOCK != 0
-        && !ghash(c, zero, BLOCK - c->g.aadlen % BLOCK))
+    if (c->enc && !seg_feed(c, out + done, len - done))
         return 0;
-    /* GHASH covers the ciphertext: before decrypting (in place it is overwritten), after encrypting. */
-    if (!c->enc && !ghash(c, in, inl))
-        return 0;
-    if (!engine_crypt(c, out, in, inl))
-        return 0;
-    if (c->enc && !ghash(c, out, inl))
-        return 0;
-    c->g.datalen += inl;
+    c->g.datalen += total;
     return 1;
 }
 
 static int engine_final(gcm_ctx *c)
 {
-    unsigned char tag[BLOCK], real[BLOCK], fake[BLOCK];
-    unsigned long long pad = c->g.datalen > 0 && c->g.aadlen % BLOCK ? BLOCK - c->g.aadlen % BLOCK : 0;
-    OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, BLOCK),
-                        OSSL_PARAM_END };
-    size_t outl;
+    unsigned char tag[BLOCK], l[BLOCK];
     int ok;
 
     if (!c->enc && c->taglen == 0)
         return 0;                     /* as the default provider: no tag, no final (yet) */
     if (c->g.ghash_dead)
         return 0;
-    if (!c->fb->final(c->g.ghctx, NULL, &outl, 0) || !c->fb->get_ctx_params(c->g.ghctx, p))
+    if (!seg_close(c, 1))             /* the last segment, its partial block zero-padded */
         return 0;
-    /* ghctx hashed everything as AAD: fix its length block. */
-    gcm_len_block(real, c->g.aadlen * 8, c->g.datalen * 8);
-    gcm_len_block(fake, (c->g.aadlen + pad + c->g.datalen) * 8, 0);
+    /* tag = Y ^ L * H ^ E_K(J0) */
+    gcm_len_block(l, c->g.aadlen * 8, c->g.datalen * 8);
+    gf128_mul(l, c->g.h);
     for (int i = 0; i < BLOCK; i++)
-        real[i] ^= fake[i];
-    gf128_mul(real, c->g.h);
-    for (int i = 0; i < BLOCK; i++)
-        tag[i] ^= real[i];
+        tag[i] = c->g.y[i] ^ l[i] ^ c->g.ekj0[i];
     if (c->enc) {
         memcpy(c->tag, tag, BLOCK);
         c->taglen = BLOCK;
@@ -460,8 +562,10 @@ static int engine_final(gcm_ctx *c)
     c->g.finished = ok;
     c->g.ghash_dead = !ok;
     OPENSSL_cleanse(tag, sizeof(tag));
-    if (ok)                           /* after a failed final, data may still flow */
+    if (ok) {                         /* after a failed final, data may still flow */
         OPENSSL_cleanse(&c->g.ek, sizeof(c->g.ek));
+        OPENSSL_cleanse(&c->g.y, sizeof(c->g.y));
+    }
     return ok;
 }
 
@@ -507,7 +611,7 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
         return 0;
     }
     if (out == NULL) {                /* AAD after data: as the default, refused */
-        if (c->g.datalen > 0 || !ghash(c, in, inl)) {
+        if (c->g.datalen > 0 || !seg_feed(c, in, inl)) {
             ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
             return 0;
         }

@@ -1,11 +1,13 @@
 /*
- * gcm_math.c - GF(2^128) multiply for the few host-side GHASH steps of the
- * GCM path (J0 of a non-96-bit IV, the length-block correction at final).
- * The bulk GHASH runs in OpenSSL (see cipher_gcm.c); here speed does not
- * matter, constant time does: no branch or index depends on the data.
+ * gcm_math.c - GF(2^128) arithmetic for the few host-side GHASH steps of the
+ * GCM path (J0 of a non-96-bit IV, folding segments and GPU pieces into the
+ * GHASH state, the length block at final).  The bulk GHASH runs in OpenSSL
+ * or on the GPU (see cipher_gcm.c); here speed matters little, constant time
+ * does: no branch or index depends on secret data (only on public lengths).
  */
 #include <stdint.h>
 #include <string.h>
+#include <openssl/crypto.h>
 
 #include "gcm_math.h"
 
@@ -42,6 +44,23 @@ void gf128_mul(unsigned char x[16], const unsigned char y[16])
     }
     store64(x, zh);
     store64(x + 8, zl);
+}
+
+void gf128_pow(unsigned char out[16], const unsigned char h[16], unsigned long long n)
+{
+    unsigned char b[16];
+
+    memset(out, 0, 16);
+    out[0] = 0x80;                    /* the field's 1 */
+    memcpy(b, h, 16);
+    while (n != 0) {                  /* n is public */
+        if (n & 1)
+            gf128_mul(out, b);
+        n >>= 1;
+        if (n != 0)
+            gf128_mul(b, b);
+    }
+    OPENSSL_cleanse(b, sizeof(b));
 }
 
 static void ghash_blocks(unsigned char y[16], const unsigned char h[16],

@@ -44,3 +44,14 @@ gpuaes_test(NAME cli TIMEOUT 300
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh ${PROJECT_SOURCE_DIR} $<TARGET_FILE:gpu_probe>)
 gpuaes_test(NAME cli_gpu LABELS gpu TIMEOUT 300 ENV "GPUAES_OFFLOAD_MIN_BYTES=0"
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh ${PROJECT_SOURCE_DIR} $<TARGET_FILE:gpu_probe> --gpu)
+
+# GCM with GHASH split between GPU pieces and OpenSSL segments: small and large
+# updates mixed (the threshold makes the small ones CPU pieces), and with GPU
+# jobs that stop after a prefix.
+gpuaes_test_program(test_gcm_ghash test_gcm_ghash.c)
+target_link_libraries(test_gcm_ghash PRIVATE api_util)
+gpuaes_test(NAME gcm_ghash COMMAND test_gcm_ghash TIMEOUT 300)
+gpuaes_test(NAME gcm_ghash_gpu COMMAND test_gcm_ghash --gpu LABELS gpu TIMEOUT 300
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=4096")
+gpuaes_test(NAME gcm_ghash_fault_gpu COMMAND test_gcm_ghash LABELS gpu TIMEOUT 300
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=4096;GPUAES_FAULT=copyout")

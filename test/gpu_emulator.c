@@ -7,6 +7,10 @@
  * where the subtle bugs live.  With the emulator, the GPU-labelled tests run
  * everywhere.  It copies the real layer's contract: chunked work, `done` is a
  * prefix, job->iv is the state at in + done, GPUAES_FAULT=<stage> fails.
+ * GCM ops: CTR32 plus a GHASH of the done prefix's ciphertext of its own,
+ * independent of the provider's gcm_math.c: byte tables (fast enough for the
+ * 1 GiB tests; an emulator need not be constant time) built with a bitwise
+ * SP 800-38D multiply.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +94,66 @@ static int ecb(const gpuaes_key *k, int enc, unsigned char *out, const unsigned 
     return ok;
 }
 
+/* x = x * y in GCM's field, SP 800-38D algorithm 1, byte by byte. */
+static void emu_gf_mul(unsigned char x[16], const unsigned char y[16])
+{
+    unsigned char z[16] = { 0 }, v[16];
+
+    memcpy(v, y, 16);
+    for (int i = 0; i < 128; i++) {
+        unsigned char bit = (unsigned char)((x[i / 8] >> (7 - i % 8)) & 1);
+        unsigned char lsb = v[15] & 1;
+
+        for (int j = 0; j < 16; j++)
+            z[j] ^= v[j] & (unsigned char)(0 - bit);
+        for (int j = 15; j > 0; j--)
+            v[j] = (unsigned char)((v[j] >> 1) | (v[j - 1] << 7));
+        v[0] >>= 1;
+        v[0] ^= (unsigned char)(0xe1 & (0 - lsb));
+    }
+    memcpy(x, z, 16);
+}
+
+/* x * H = XOR over byte positions i of t[i][x_i], t[i][v] = (v at byte i) * H. */
+typedef struct { unsigned char t[16][256][16]; } emu_htab;
+
+static void emu_htab_init(emu_htab *T, const unsigned char h[16])
+{
+    for (int i = 0; i < 16; i++) {
+        memset(T->t[i][0], 0, 16);
+        for (int j = 0; j < 8; j++) {            /* the single-bit values: e * H */
+            unsigned char *b = T->t[i][1 << j];
+
+            memset(b, 0, 16);
+            b[i] = (unsigned char)(1 << j);
+            emu_gf_mul(b, h);
+        }
+        for (int v = 3; v < 256; v++) {          /* the rest by linearity */
+            int low = v & -v;
+
+            if (v == low)
+                continue;
+            for (int k = 0; k < 16; k++)
+                T->t[i][v][k] = T->t[i][v ^ low][k] ^ T->t[i][low][k];
+        }
+    }
+}
+
+/* Horner GHASH: x = (x ^ C) * H over len bytes of whole blocks. */
+static void emu_ghash(unsigned char x[16], const emu_htab *T, const unsigned char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i += 16) {
+        unsigned char z[16] = { 0 };
+
+        for (int j = 0; j < 16; j++)
+            x[j] ^= p[i + j];
+        for (int j = 0; j < 16; j++)
+            for (int k = 0; k < 16; k++)
+                z[k] ^= T->t[j][x[j]][k];
+        memcpy(x, z, 16);
+    }
+}
+
 static void add128(unsigned char c[16], size_t n, int wrap32)
 {
     int stop = wrap32 ? 12 : 0;
@@ -102,8 +166,9 @@ static void add128(unsigned char c[16], size_t n, int wrap32)
     }
 }
 
-/* One chunk: out = op(in), iv advanced.  in and out may be the same. */
-static int chunk(gpuaes_job *job, size_t off, size_t len)
+/* One chunk: out = op(in), iv advanced, GCM: x = GHASH state after it.
+ * in and out may be the same. */
+static int chunk(gpuaes_job *job, size_t off, size_t len, unsigned char x[16], const emu_htab *T)
 {
     const unsigned char *in = job->in + off;
     unsigned char *out = job->out + off, *tmp = malloc(len), next[16];
@@ -111,14 +176,18 @@ static int chunk(gpuaes_job *job, size_t off, size_t len)
 
     if (!ok)
         return 0;
+    if (job->op == GPUAES_GCM_DECRYPT)           /* GHASH of the input, before in place overwrites it */
+        emu_ghash(x, T, in, len);
     switch (job->op) {
     case GPUAES_ECB_ENCRYPT: ok = ecb(job->key, 1, out, in, len); break;
     case GPUAES_ECB_DECRYPT: ok = ecb(job->key, 0, out, in, len); break;
     case GPUAES_CTR128:
     case GPUAES_CTR32:
+    case GPUAES_GCM_ENCRYPT:
+    case GPUAES_GCM_DECRYPT:
         for (size_t i = 0; i < len; i += 16) {
             memcpy(tmp + i, job->iv, 16);
-            add128(job->iv, 1, job->op == GPUAES_CTR32);
+            add128(job->iv, 1, job->op != GPUAES_CTR128);
         }
         ok = ecb(job->key, 1, tmp, tmp, len);
         for (size_t i = 0; ok && i < len; i++)
@@ -143,6 +212,8 @@ static int chunk(gpuaes_job *job, size_t off, size_t len)
         memcpy(job->iv, next, 16);
         break;
     }
+    if (ok && job->op == GPUAES_GCM_ENCRYPT)
+        emu_ghash(x, T, out, len);
     OPENSSL_clear_free(tmp, len);
     return ok;
 }
@@ -155,22 +226,41 @@ void gpuaes_gpu_run(gpuaes_job *job)
     size_t fail_at = fault == NULL || *fault == '\0' ? (size_t)-1
         : strcmp(fault, "alloc") == 0 || nchunks < 3 ? 0 : 1;
 
+    unsigned char x[16] = { 0 }, xc[16];     /* GCM: GHASH of the done prefix */
+    int gcm = job->op == GPUAES_GCM_ENCRYPT || job->op == GPUAES_GCM_DECRYPT;
+    emu_htab *T = NULL;
+
     job->done = 0;
     job->status = GPUAES_OK;
+    memset(job->ghash, 0, sizeof(job->ghash));
     if (!gpuaes_gpu_available() || (job->len % 16) != 0) {
         job->status = GPUAES_BUSY;
         return;
     }
+    if (gcm) {
+        if ((T = OPENSSL_malloc(sizeof(*T))) == NULL) {
+            job->status = GPUAES_BUSY;
+            return;
+        }
+        emu_htab_init(T, job->h);
+    }
     for (size_t i = 0; i < nchunks; i++) {
         size_t off = i * EMU_CHUNK, len = job->len - off < EMU_CHUNK ? job->len - off : EMU_CHUNK;
 
-        if (i == fail_at || !chunk(job, off, len)) {
+        memcpy(xc, x, 16);
+        if (i == fail_at || !chunk(job, off, len, xc, T)) {
             job->status = GPUAES_FAILED;
             strcpy(job->error, i == fail_at ? "emulated fault injected by GPUAES_FAULT" : "emulator");
-            return;
+            break;
         }
+        memcpy(x, xc, 16);                       /* the chunk is done: its GHASH counts */
         job->done += len;
     }
+    if (gcm)
+        memcpy(job->ghash, x, 16);
+    OPENSSL_clear_free(T, T != NULL ? sizeof(*T) : 0);
+    OPENSSL_cleanse(x, sizeof(x));
+    OPENSSL_cleanse(xc, sizeof(xc));
 }
 
 /* ---- Keystream ahead (emulated) ----
