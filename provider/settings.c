@@ -104,7 +104,7 @@ static void settings_load_keystream(gpuaes_prov *prov, OSSL_FUNC_core_get_params
      * each); more streams in keystream mode only starve each other, while
      * the rest do better on their own cores (bench/NOTES.md, section 6). */
     prov->ks_max_streams = knob_bytes(prov, core_get_params, "keystream_max_streams",
-                                      "GPUAES_KEYSTREAM_MAX_STREAMS", 4);
+                                      "GPUAES_KEYSTREAM_MAX_STREAMS", 1);
     if (prov->ks_max_streams == 0)
         prov->ks_enabled = 0;
     if (prov->ks_max_window < 16 || prov->ks_total < prov->ks_max_window)
