@@ -111,7 +111,7 @@ static offload_kind kind_of(const block_ctx *c)
 
 static void set_hot(block_ctx *c)
 {
-    size_t h = c->track || c->ks != NULL ? 0 : c->gpu_min;
+    size_t h = c->ks != NULL ? 0 : c->gpu_min;
 
     if (c->ramp_left < h)
         h = c->ramp_left;
@@ -842,6 +842,19 @@ int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
         return null_output();
     if (inl >= c->hot_max)
         return update_offload(c, out, outl, outsize, in, inl);
+    if (c->track) {
+        /* Whole blocks after whole blocks: the fallback then holds the last
+         * block (decryption with padding) or nothing.  Anything else: the
+         * general mirror, out of line. */
+        if (((inl | c->nheld) & (BLOCK - 1)) != 0 || inl == 0)
+            return update_offload(c, out, outl, outsize, in, inl);
+        if (!c->enc && c->pad) {
+            memcpy(c->held, in + inl - BLOCK, BLOCK);   /* before in place overwrites it */
+            c->nheld = BLOCK;
+        } else {
+            c->nheld = 0;
+        }
+    }
     c->hot_max -= inl;
     return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
 }
