@@ -3,12 +3,13 @@
 # "Keystream ahead").  Labelled gpu: the _emu twin runs them against the
 # emulated GPU layer, whose windows become ready only on the second poll.
 gpuaes_test_program(test_keystream test_keystream.c)
-set(_ks_env "GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=64K;GPUAES_KEYSTREAM_TOTAL_BYTES=1M")
+# Up to 16 streams in keystream mode at once (the default is 1): concurrency is what these test.
+set(_ks_env "GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=64K;GPUAES_KEYSTREAM_TOTAL_BYTES=1M;GPUAES_KEYSTREAM_MAX_STREAMS=16")
 gpuaes_test(NAME keystream COMMAND test_keystream --gpu --threads 8 LABELS gpu TIMEOUT 600
   ENV "${_ks_env}")
 # Windows of one block and an odd size: every update crosses windows.
 gpuaes_test(NAME keystream_tiny COMMAND test_keystream --gpu --threads 4 LABELS gpu TIMEOUT 600
-  ENV "GPUAES_KEYSTREAM_RAMP_BYTES=0;GPUAES_KEYSTREAM_MAX_WINDOW=4112;GPUAES_KEYSTREAM_TOTAL_BYTES=64K")
+  ENV "GPUAES_KEYSTREAM_RAMP_BYTES=0;GPUAES_KEYSTREAM_MAX_WINDOW=4112;GPUAES_KEYSTREAM_TOTAL_BYTES=64K;GPUAES_KEYSTREAM_MAX_STREAMS=16")
 # A GPU failure in the keystream path: output stays right (CPU), error counted.
 gpuaes_test(NAME keystream_fault COMMAND test_keystream --threads 2 LABELS gpu TIMEOUT 600
   ENV "${_ks_env};GPUAES_FAULT=sync")
