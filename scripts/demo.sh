@@ -38,7 +38,7 @@ echo "== bench/evp_bench: one thread, gpuaes beside the default provider (median
 echo "== openssl speed -evp (1 s per size; gpuaes then default)"
 for c in aes-128-ctr aes-256-gcm aes-128-cbc; do
   for p in gpuaes default; do
-    args=(-provider default); [ $p = gpuaes ] && args=("${gp[@]}" -provider default -propquery provider=gpuaes)
+    args=(-provider default); [ $p = gpuaes ] && args=("${gp[@]}" -provider default -propquery '?provider=gpuaes')
     printf '%-8s' $p
     openssl speed "${args[@]}" -evp $c -seconds 1 2>/dev/null | tail -1
   done
