@@ -22,3 +22,9 @@ gpuaes_test(NAME diff_gpu_threads COMMAND test_diff --gpu --threads 16
   LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=0)
 gpuaes_test(NAME diff_gpu_big COMMAND test_diff --gpu --big
   LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=0 TIMEOUT 900)
+
+# Lengths around the staging-chunk boundaries (+-1 byte, +-1 block), every GPU
+# operation, in place and not (the _emu twin covers the emulator's 1 MiB chunks).
+gpuaes_test_program(test_chunk_edges test_chunk_edges.c kat_diff_op.c)
+gpuaes_test(NAME chunk_edges_gpu COMMAND test_chunk_edges --gpu
+  LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=0 TIMEOUT 600)
