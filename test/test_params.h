@@ -19,6 +19,11 @@ void pv_cipher(const EVP_CIPHER *c, const char *key, unsigned type, pval *v);
 void pv_ctx(EVP_CIPHER_CTX *x, const char *key, unsigned type, pval *v);
 int pv_equal(const pval *a, const pval *b);
 void pv_print(const char *who, const pval *v);
+/* Compares every gettable ctx parameter of x0 (default) and x1 (gpuaes) that has
+ * no side effects; prints both values of each that differs and calls
+ * report(key, arg) for it.  Returns the number of differences. */
+int pv_ctx_differences(EVP_CIPHER_CTX *x0, EVP_CIPHER_CTX *x1,
+                       void (*report)(const char *key, void *arg), void *arg);
 
 /* The context-level checks (test_params_ctx.c) and random API sequences (test_params_fuzz.c). */
 void params_ctx_tests(test_env *env);

@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
 
 static OSSL_PARAM pv_param(const char *key, unsigned type, pval *v, void **ptr)
 {
@@ -68,4 +70,31 @@ void pv_print(const char *who, const pval *v)
     for (size_t i = 0; i < n && i < 32; i++)
         fprintf(stderr, "%02x", v->data[i]);
     fputc('\n', stderr);
+}
+
+int pv_ctx_differences(EVP_CIPHER_CTX *x0, EVP_CIPHER_CTX *x1,
+                       void (*report)(const char *key, void *arg), void *arg)
+{
+    const OSSL_PARAM *list = EVP_CIPHER_CTX_gettable_params(x0);
+    int n = 0;
+
+    for (const OSSL_PARAM *p = list; p != NULL && p->key != NULL; p++) {
+        pval a, b;
+
+        /* tag: compared at final; tlsivgen: has side effects; tls-mac: TLS only */
+        if (strcmp(p->key, OSSL_CIPHER_PARAM_AEAD_TAG) == 0
+            || strcmp(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN) == 0
+            || strcmp(p->key, OSSL_CIPHER_PARAM_TLS_MAC) == 0)
+            continue;
+        pv_ctx(x0, p->key, p->data_type, &a);
+        pv_ctx(x1, p->key, p->data_type, &b);
+        if (!pv_equal(&a, &b)) {
+            report(p->key, arg);
+            pv_print("default", &a);
+            pv_print("gpuaes ", &b);
+            n++;
+        }
+    }
+    ERR_clear_error();
+    return n;
 }
