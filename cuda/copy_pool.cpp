@@ -1,18 +1,15 @@
 // copy_pool.cpp - parallel host memcpy for the staging copies (see
 // copy_pool.h).
 //
-// Design: one queue of tasks (one task per parallel_memcpy call, living on
-// the caller's stack) and one lock.  A task has nparts parts; `next` is the
-// first part nobody has claimed, `left` the parts not yet copied.  Workers
-// and the caller claim parts under the lock (one short critical section per
-// part of >= 512 KiB: no contention worth speaking of), copy them without
-// it, and count them done under it.  The caller claims parts of its own
-// task until none is left, then waits only for parts that workers are
-// copying.  (Rather than one caller at a time owning the pool: then a second
-// concurrent job would copy alone however idle the workers.)  So several
-// callers can share the workers (first come, first served), a caller never
-// depends on a worker being free, and stopping the workers at any time is
-// safe: they finish the part in hand, and the callers do the rest.
+// Design: one FIFO queue of copies (CopyTask, owned by the caller) and one
+// lock.  A copy has nparts parts of kPart bytes; `next` is the first part
+// nobody has claimed, `left` the parts not yet copied.  Workers and owners
+// claim parts under the lock (one short critical section per 256 KiB part),
+// copy them without it, and count them done.  Owners claim parts of their
+// own copies only, so an owner never depends on a worker being free, several
+// owners share the workers (first come, first served: FIFO is pipeline
+// order), and stopping the workers at any time is safe: they finish the part
+// in hand, and the owners do the rest.
 //
 // Workers are plain pthreads (no std::thread objects that could terminate
 // the process if destroyed unjoined), with every signal blocked, and are
@@ -39,39 +36,33 @@
 #include <signal.h>
 #include <thread>
 
+#if defined(__x86_64__)
+#include <emmintrin.h> // SSE2 streaming stores: baseline on x86-64
+#endif
+
 namespace gpuaes {
 namespace {
 
-constexpr size_t kMinPart = size_t(512) << 10; // smallest part handed to a thread
-constexpr int kMaxThreads = 64;                 // GPUAES_COPY_THREADS is capped here
-constexpr int kDefaultMax = 8;                  // default: min(8, cores / 2)
+constexpr size_t kPart = size_t(256) << 10;   // bytes per part (the unit threads claim)
+constexpr size_t kMinQueued = 2 * kPart;      // smaller copies stay on the owner's thread
+constexpr int kMaxParts = 1 << 14;
+constexpr int kMaxThreads = 64;               // GPUAES_COPY_THREADS is capped here
+constexpr int kDefaultMax = 8;                // default: min(8, cores / 2)
 // Idle workers poll this long (while a GPU job is active) before they sleep;
-// the caller polls as long for the last parts before it sleeps.
+// an owner polls as long for the workers' last parts before it sleeps.
 constexpr std::chrono::microseconds kSpin(500);
-
-struct Task {
-    unsigned char *dst;
-    const unsigned char *src;
-    size_t n;
-    size_t part;                 // nominal part length (multiple of 64)
-    int nparts;
-    int next = 0;                // first unclaimed part (guarded by g_lock)
-    std::atomic<int> left{0};    // parts not yet copied (written under g_lock)
-    Task *prev = nullptr, *succ = nullptr; // queue links while next < nparts
-    pthread_cond_t done;         // signalled when left drops to 0
-};
 
 enum State : int { kNone, kRunning, kClosed };
 
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-pthread_cond_t g_work = PTHREAD_COND_INITIALIZER;   // a task was queued, or stop
+pthread_cond_t g_work = PTHREAD_COND_INITIALIZER;   // a copy was queued, or stop
 std::atomic<int> g_state{kNone};      // changed under g_lock
 std::atomic<int> g_nworkers{0};       // changed under g_lock
 std::atomic<unsigned> g_gen{0};       // bumped under g_lock by stop: older workers exit
-std::atomic<int> g_queued{0};         // tasks in the queue (changed under g_lock)
+std::atomic<int> g_queued{0};         // copies in the queue (changed under g_lock)
 std::atomic<int> g_active{0};         // GPU jobs between enter and leave
-Task *g_head = nullptr, *g_tail = nullptr; // tasks with unclaimed parts (g_lock)
-pthread_t g_tids[kMaxThreads];             // the workers (g_lock)
+CopyTask *g_head = nullptr, *g_tail = nullptr; // copies with unclaimed parts (g_lock)
+pthread_t g_tids[kMaxThreads];                 // the workers (g_lock)
 
 inline void cpu_relax()
 {
@@ -82,10 +73,43 @@ inline void cpu_relax()
 #endif
 }
 
+// memcpy with non-temporal stores: the destination (the caller's output)
+// goes straight to DRAM instead of being read for ownership first and then
+// evicting the pinned staging buffers from the last-level cache.
+void stream_copy(unsigned char *dst, const unsigned char *src, size_t n)
+{
+#if defined(__x86_64__)
+    const size_t head = (size_t)(-(uintptr_t)dst & 15);
+    if (n < head + 64) {
+        std::memcpy(dst, src, n);
+        return;
+    }
+    std::memcpy(dst, src, head);
+    dst += head;
+    src += head;
+    n -= head;
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 16));
+        const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 32));
+        const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 48));
+        _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i), a);
+        _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i + 16), b);
+        _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i + 32), c);
+        _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i + 48), d);
+    }
+    _mm_sfence(); // streaming stores are weakly ordered: publish them before the part counts as done
+    if (i < n) std::memcpy(dst + i, src + i, n - i);
+#else
+    std::memcpy(dst, src, n);
+#endif
+}
+
 // Start of part k: k * part, moved down so that dst + offset is 64-byte
 // aligned (no cache line of dst is written by two threads); 0 and n at the
 // ends.  Monotonic because part >= 64.
-size_t part_begin(const Task *t, int k)
+size_t part_begin(const CopyTask *t, int k)
 {
     if (k <= 0) return 0;
     if (k >= t->nparts) return t->n;
@@ -95,13 +119,15 @@ size_t part_begin(const Task *t, int k)
     return b;
 }
 
-void copy_part(const Task *t, int k)
+void copy_part(const CopyTask *t, int k)
 {
     const size_t b = part_begin(t, k), e = part_begin(t, k + 1);
-    if (e > b) std::memcpy(t->dst + b, t->src + b, e - b);
+    if (e <= b) return;
+    if (t->stream) stream_copy(t->dst + b, t->src + b, e - b);
+    else std::memcpy(t->dst + b, t->src + b, e - b);
 }
 
-void queue_push(Task *t) // g_lock held
+void queue_push(CopyTask *t) // g_lock held
 {
     t->prev = g_tail;
     t->succ = nullptr;
@@ -110,7 +136,7 @@ void queue_push(Task *t) // g_lock held
     g_queued.store(g_queued.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
-void queue_unlink(Task *t) // g_lock held
+void queue_unlink(CopyTask *t) // g_lock held
 {
     if (t->prev != nullptr) t->prev->succ = t->succ; else g_head = t->succ;
     if (t->succ != nullptr) t->succ->prev = t->prev; else g_tail = t->prev;
@@ -118,23 +144,24 @@ void queue_unlink(Task *t) // g_lock held
     g_queued.store(g_queued.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
 }
 
-// Claims the next part of t (g_lock held, t->next < t->nparts); a task whose
-// last part is claimed leaves the queue.
-int claim(Task *t)
+// Claims the next part of a queued t (g_lock held, t->next < t->nparts); a
+// copy whose last part is claimed leaves the queue.
+int claim(CopyTask *t)
 {
     const int k = t->next++;
     if (t->next == t->nparts) queue_unlink(t);
     return k;
 }
 
-// A copied part (g_lock held).  t may be gone once this returns and the
-// lock is released, if that was its last part.
-void part_done(Task *t)
+// A worker copied a part (g_lock held, so that the owner's check-then-wait
+// in copy_wait() cannot miss the signal).  t may be gone once the lock is
+// released, if that was its last part.
+void worker_part_done(CopyTask *t)
 {
     if (t->left.fetch_sub(1, std::memory_order_acq_rel) == 1) pthread_cond_signal(&t->done);
 }
 
-// Polls (lock not held) until a task is queued, this worker's generation
+// Polls (lock not held) until a copy is queued, this worker's generation
 // ends, no GPU job is active any more, or kSpin has passed.
 void spin_for_work(unsigned gen)
 {
@@ -154,7 +181,7 @@ void *worker_main(void *arg)
     pthread_mutex_lock(&g_lock);
     for (;;) {
         if (g_gen.load(std::memory_order_relaxed) != gen) break;
-        Task *t = g_head;
+        CopyTask *t = g_head;
         if (t == nullptr) {
             if (g_active.load(std::memory_order_relaxed) > 0) {
                 pthread_mutex_unlock(&g_lock);
@@ -167,9 +194,9 @@ void *worker_main(void *arg)
         }
         const int k = claim(t);
         pthread_mutex_unlock(&g_lock);
-        copy_part(t, k); // t lives: its caller waits for this part
+        copy_part(t, k); // t lives: its owner waits for this part
         pthread_mutex_lock(&g_lock);
-        part_done(t);
+        worker_part_done(t);
     }
     pthread_mutex_unlock(&g_lock);
     return nullptr;
@@ -199,7 +226,7 @@ int configured_threads()
 }
 
 // g_lock held, g_state == kNone.  Starts up to configured_threads() - 1
-// workers; as many as could be created are used (0: callers copy alone).
+// workers; as many as could be created are used (0: owners copy alone).
 void start_locked()
 {
     const int want = configured_threads() - 1;
@@ -248,59 +275,86 @@ void copy_pool_leave()
     g_active.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void parallel_memcpy(void *dst, const void *src, size_t n)
+void copy_start(CopyTask *t, void *dst, const void *src, size_t n, bool stream)
 {
-    if (n < 2 * kMinPart || g_state.load(std::memory_order_acquire) != kRunning ||
-        g_nworkers.load(std::memory_order_relaxed) == 0) {
-        if (n != 0) std::memcpy(dst, src, n);
-        return;
-    }
-    Task t;
-    t.dst = static_cast<unsigned char *>(dst);
-    t.src = static_cast<const unsigned char *>(src);
-    t.n = n;
-    pthread_cond_init(&t.done, nullptr);
-
+    t->dst = static_cast<unsigned char *>(dst);
+    t->src = static_cast<const unsigned char *>(src);
+    t->n = n;
+    t->stream = stream;
+    t->next = 0;
+    t->queued = false;
+    t->prev = t->succ = nullptr;
+    const size_t parts = (n + kPart - 1) / kPart;
+    t->nparts = (int)std::min<size_t>(parts == 0 ? 1 : parts, (size_t)kMaxParts);
+    t->part = ((n + (size_t)t->nparts - 1) / (size_t)t->nparts + 63) & ~size_t(63);
+    if (t->part == 0) t->part = 64;
+    t->left.store(t->nparts, std::memory_order_relaxed);
+    if (n < kMinQueued || g_state.load(std::memory_order_acquire) != kRunning ||
+        g_nworkers.load(std::memory_order_relaxed) == 0)
+        return; // the owner copies it all
+    pthread_cond_init(&t->done, nullptr);
     pthread_mutex_lock(&g_lock);
     const int workers = g_nworkers.load(std::memory_order_relaxed);
     if (workers == 0) { // stopped meanwhile
         pthread_mutex_unlock(&g_lock);
-        pthread_cond_destroy(&t.done);
-        std::memcpy(dst, src, n);
+        pthread_cond_destroy(&t->done);
         return;
     }
-    // About two parts per thread (dynamic claiming evens out a late or slow
-    // thread), none below kMinPart.
-    const size_t maxparts = n / kMinPart; // >= 2
-    t.nparts = (int)std::min<size_t>(maxparts, (size_t)2 * (size_t)(workers + 1));
-    t.part = ((n + (size_t)t.nparts - 1) / (size_t)t.nparts + 63) & ~size_t(63);
-    t.left.store(t.nparts, std::memory_order_relaxed);
-    queue_push(&t);
-    const int wake = std::min(t.nparts - 1, workers);
+    t->queued = true;
+    queue_push(t);
+    // The owner takes parts too; wake as many workers as there are others.
+    const int wake = std::min(t->nparts - 1, workers);
     if (wake >= workers) pthread_cond_broadcast(&g_work);
     else for (int i = 0; i < wake; ++i) pthread_cond_signal(&g_work);
+    pthread_mutex_unlock(&g_lock);
+}
 
-    // Our own parts, while any is unclaimed.
-    while (t.next < t.nparts) {
-        const int k = claim(&t);
-        pthread_mutex_unlock(&g_lock);
-        copy_part(&t, k);
+bool copy_help(CopyTask *t)
+{
+    int k;
+    if (!t->queued) {
+        if (t->next >= t->nparts) return false;
+        k = t->next++;
+    } else {
         pthread_mutex_lock(&g_lock);
-        part_done(&t);
-    }
-    // The rest is being copied by workers: poll a little, then sleep.
-    if (t.left.load(std::memory_order_acquire) != 0) {
+        if (t->next >= t->nparts) {
+            pthread_mutex_unlock(&g_lock);
+            return false;
+        }
+        k = claim(t);
         pthread_mutex_unlock(&g_lock);
+    }
+    copy_part(t, k);
+    // Only the owner waits, and not now: no signal needed.
+    t->left.fetch_sub(1, std::memory_order_acq_rel);
+    return true;
+}
+
+void copy_wait(CopyTask *t)
+{
+    while (copy_help(t)) {
+    }
+    if (!t->queued) return; // all parts were ours
+    if (t->left.load(std::memory_order_acquire) != 0) {
+        // The rest is being copied by workers: poll a little, then sleep.
         const auto until = std::chrono::steady_clock::now() + kSpin;
-        for (unsigned i = 1; t.left.load(std::memory_order_acquire) != 0; ++i) {
+        for (unsigned i = 1; t->left.load(std::memory_order_acquire) != 0; ++i) {
             cpu_relax();
             if ((i & 63) == 0 && std::chrono::steady_clock::now() >= until) break;
         }
-        pthread_mutex_lock(&g_lock); // also: the last worker has left part_done()
-        while (t.left.load(std::memory_order_acquire) != 0) pthread_cond_wait(&t.done, &g_lock);
     }
+    pthread_mutex_lock(&g_lock); // also: the last worker has left worker_part_done()
+    while (t->left.load(std::memory_order_acquire) != 0) pthread_cond_wait(&t->done, &g_lock);
     pthread_mutex_unlock(&g_lock);
-    pthread_cond_destroy(&t.done);
+    pthread_cond_destroy(&t->done);
+    t->queued = false;
+}
+
+void parallel_memcpy(void *dst, const void *src, size_t n)
+{
+    CopyTask t;
+    copy_start(&t, dst, src, n, false);
+    copy_wait(&t);
 }
 
 void copy_pool_stop(bool final)
@@ -316,14 +370,14 @@ void copy_pool_stop(bool final)
     else if (g_state.load(std::memory_order_relaxed) == kRunning) g_state.store(kNone, std::memory_order_release);
     pthread_cond_broadcast(&g_work);
     pthread_mutex_unlock(&g_lock);
-    // Each finishes the part in hand (< 1 ms) and exits.  Queued tasks keep
-    // their unclaimed parts: their callers copy them.
+    // Each finishes the part in hand (< 1 ms) and exits.  Queued copies keep
+    // their unclaimed parts: their owners copy them.
     for (int i = 0; i < n; ++i) (void)pthread_join(tids[i], nullptr);
 }
 
 void copy_pool_atfork_child()
 {
-    // The child has only the forking thread: no worker, no other caller.  A
+    // The child has only the forking thread: no worker, no other owner.  A
     // parent thread may have held g_lock at fork() time.
     pthread_mutex_init(&g_lock, nullptr);
     pthread_cond_init(&g_work, nullptr);

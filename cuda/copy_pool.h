@@ -1,17 +1,19 @@
-// copy_pool.h - a small pool of host threads that splits the staging copies
+// copy_pool.h - a small pool of host threads that runs the staging copies
 // (pageable <-> pinned memcpy) of staging.cu (cuda/ internal; plain C++, no
 // CUDA headers).
 //
-// One host thread copies at ~12 GB/s; the GPU and PCIe move 50+ GB/s, so a
-// job whose staging copies run on the calling thread alone is limited by
-// them.  parallel_memcpy() splits a large copy into parts and copies them on
-// the caller and up to GPUAES_COPY_THREADS - 1 workers at once.
+// One host thread copies at ~12 GB/s; the GPU and PCIe move 50+ GB/s each
+// way, so a job whose staging copies run on the calling thread alone is
+// limited by them.  A copy is split into parts that the caller and up to
+// GPUAES_COPY_THREADS - 1 workers copy at once, and several copies may be in
+// flight at once (copy-in of one chunk while another is copied out).
 //
 // Threads: the workers are created at the first GPU job (copy_pool_enter),
-// never at load.  Every function here is thread-safe.  parallel_memcpy()
-// never waits for a part that nobody has begun: the caller copies every part
-// that no worker has claimed, so it completes (alone, at worst) whatever the
-// other callers, the workers or copy_pool_stop() do meanwhile.
+// never at load.  Every function here is thread-safe.  No copy ever waits
+// for a part that nobody has begun: copy_help() / copy_wait() let the owner
+// copy every part that no worker has claimed, so a copy completes (on the
+// owner alone, at worst) whatever the other owners, the workers or
+// copy_pool_stop() do meanwhile.
 //
 // Fork: copy_pool_atfork_child() (called from the pthread_atfork child
 // handler) makes the pool unusable in a child of a process that had started
@@ -19,7 +21,9 @@
 #ifndef GPUAES_COPY_POOL_H
 #define GPUAES_COPY_POOL_H
 
+#include <atomic>
 #include <cstddef>
+#include <pthread.h>
 
 namespace gpuaes {
 
@@ -31,10 +35,41 @@ namespace gpuaes {
 void copy_pool_enter();
 void copy_pool_leave();
 
-// memcpy(dst, src, n) (the ranges must not overlap), on several threads when
-// n is large (>= 1 MiB) and workers exist; returns when all of it is copied.
-// All of dst is written before it returns, and the writes of the workers
-// are visible to the caller (and to DMA it starts afterwards).
+// One copy in flight: memcpy(dst, src, n), ranges not overlapping.  Owned by
+// the thread that started it; it must stay alive (and not move) until
+// copy_wait() returned.  The fields are the pool's.
+struct CopyTask {
+    unsigned char *dst = nullptr;
+    const unsigned char *src = nullptr;
+    size_t n = 0;
+    size_t part = 0;             // nominal part length (multiple of 64)
+    int nparts = 0;
+    int next = 0;                // first unclaimed part (the pool's lock)
+    std::atomic<int> left{0};    // parts not yet copied
+    bool stream = false;         // non-temporal stores (dst is not read soon)
+    bool queued = false;         // offered to the workers
+    CopyTask *prev = nullptr, *succ = nullptr; // the pool's queue links
+    pthread_cond_t done;         // signalled when left drops to 0 (queued only)
+};
+
+// Starts a copy: parts are offered to the workers (when it is large and
+// workers run), in FIFO order with the other copies.  `stream`: write dst
+// with non-temporal stores where the CPU has them (dst goes to DRAM, not to
+// a cache another copy would need).  Nothing may be copied yet when it returns.
+void copy_start(CopyTask *t, void *dst, const void *src, size_t n, bool stream);
+
+// The owner copies one part of t that nobody has claimed; false when none
+// was left to claim (the rest is done or being copied by workers).
+bool copy_help(CopyTask *t);
+
+// All of t is copied (and visible to this thread, and to DMA it starts afterwards).
+inline bool copy_finished(const CopyTask *t) { return t->left.load(std::memory_order_acquire) == 0; }
+
+// Copies what nobody has claimed, then waits for the workers' parts.  Every
+// started copy must be waited for, once.
+void copy_wait(CopyTask *t);
+
+// copy_start() + copy_wait().
 void parallel_memcpy(void *dst, const void *src, size_t n);
 
 // Stops the workers and joins them (each finishes the part it is copying).
@@ -46,7 +81,7 @@ void copy_pool_stop(bool final);
 // parent had started is closed for good in the child.
 void copy_pool_atfork_child();
 
-// Worker threads now running (0: the callers copy alone).  For tests and logs.
+// Worker threads now running (0: the owners copy alone).  For tests and logs.
 int copy_pool_workers();
 
 } // namespace gpuaes

@@ -1,22 +1,31 @@
 // staging.cu - gpuaes_gpu_run(): moves a job through pinned staging buffers
-// and two CUDA streams, chunk by chunk, so that the host copies of one chunk
-// overlap the GPU work (H2D, kernel, D2H) of the other.
+// and CUDA streams, chunk by chunk, with every stage of different chunks in
+// flight at once.
+//
+// A chunk goes through four stages: copy-in (the caller's pageable in[] ->
+// pinned, on the copy pool's threads), GPU (H2D, kernel(s), D2H on the
+// lane's stream), copy-out (pinned -> the caller's out[], copy pool again),
+// retired (done += n).  Lane i % lanes holds chunk i from its copy-in to its
+// retirement.  The calling thread drives the stages (a poll loop: no thread
+// is woken per chunk) and copies parts itself when nothing else is ready.
+//
+// Why this shape (measured, bench/NOTES.md): the host copies, not PCIe or the
+// kernels, bound one job; copy-ins and copy-outs of different chunks
+// overlap each other here as well as the DMA, and chunks are small enough
+// (2 MiB by default, smaller for small jobs) that the pinned buffers stay in
+// the last-level cache, where DMA reads and writes them without DRAM trips.
+//
+// Order and failures: GPU completions are taken and copy-outs started in
+// chunk order, and a chunk is copied out only once its GPU stage succeeded,
+// so out[0..done) is final and out[done..len) untouched whatever fails (a
+// copy-out of chunk j never starts before every chunk < j succeeded; copy-ins
+// only read in[]).  In place (out == in) chunks write only their own range.
 //
 // Slots: up to kMaxSlots, created on demand and reused (buffers are never
 // allocated per call).  A caller that finds none free gets GPUAES_BUSY at
-// once.  DMA only ever touches the slot's own pinned and device buffers;
-// the caller's out[] is written by host memcpy, strictly in chunk order,
-// and only after the chunk's stream was synchronised, so out[0..done) is
-// always final and out[done..len) untouched, whatever fails.
-//
-// The host copies (caller's pageable in[] -> pinned, pinned -> pageable
-// out[]) are the bottleneck on one thread (~12 GB/s each, against 50+ GB/s
-// for PCIe and the kernels), so they go through parallel_memcpy()
-// (copy_pool.h): split over the calling thread and a few worker threads.
-// It returns only when the whole range is copied, so the ordering below is
-// unchanged: per iteration i, copy-out of chunk i-2, then copy-in of chunk
-// i, both while the GPU works on chunk i-1 (2 lanes).
+// once.  DMA only ever touches the slot's own pinned and device buffers.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <pthread.h>
 
@@ -32,19 +41,66 @@
 namespace gpuaes {
 namespace {
 
-constexpr size_t kChunk = size_t(8) << 20; // bytes per pipeline stage and per buffer
 constexpr int kMaxSlots = 8;
-constexpr int kLanes = 2; // streams per slot: chunk i uses lane i % 2
-static_assert(kChunk % 16 == 0 && kChunk / 16 < (size_t(1) << 31), "chunk size");
-// Pinned bytes per lane: the chunk, then the chunk's GHASH (GCM) at host + kChunk.
-constexpr size_t kHostBytes = kChunk + 64;
+constexpr int kMaxLanes = 16;
+constexpr size_t kMinChunk = size_t(64) << 10;
+constexpr size_t kMaxChunk = size_t(64) << 20;
+constexpr int kMinPieces = 4; // a job is cut into at least this many chunks, down to kMinChunk
 // Device GHASH scratch per lane: the partials, then the chunk's result.
 constexpr size_t kGhashBytes = kGhashScratch + 64;
 
+// Staging shape, read once from the environment (tuning; defaults measured).
+struct StagingConfig {
+    size_t chunk = size_t(2) << 20; // GPUAES_STAGING_CHUNK: bytes per chunk buffer, a power of two
+    int lanes = 4;                  // GPUAES_STAGING_LANES: chunks in flight per job
+    bool stream_out = true;         // GPUAES_COPY_STREAM: non-temporal stores into out[]
+    size_t host_bytes() const { return chunk + 64; } // the chunk, then its GHASH (GCM)
+};
+
+StagingConfig g_config;
+pthread_once_t g_config_once = PTHREAD_ONCE_INIT;
+
+long env_long(const char *name, long def, long lo, long hi)
+{
+    const char *e = std::getenv(name);
+    if (e == nullptr || e[0] == '\0') return def;
+    char *end = nullptr;
+    const long v = std::strtol(e, &end, 0);
+    if (*end != '\0' || v < lo || v > hi) return def; // malformed: the default
+    return v;
+}
+
+void read_config()
+{
+    StagingConfig c;
+    size_t chunk = (size_t)env_long("GPUAES_STAGING_CHUNK", (long)c.chunk, (long)kMinChunk, (long)kMaxChunk);
+    size_t p2 = kMinChunk;
+    while (p2 * 2 <= chunk) p2 *= 2; // round down to a power of two
+    c.chunk = p2;
+    c.lanes = (int)env_long("GPUAES_STAGING_LANES", c.lanes, 2, kMaxLanes);
+    c.stream_out = env_long("GPUAES_COPY_STREAM", c.stream_out ? 1 : 0, 0, 1) != 0;
+    g_config = c;
+}
+
+const StagingConfig &config()
+{
+    pthread_once(&g_config_once, read_config);
+    return g_config;
+}
+
+// Chunk length for a job of len bytes: the buffer size, halved while the job
+// would have fewer than kMinPieces chunks, so that small jobs overlap too.
+size_t chunk_for(size_t len, size_t cap)
+{
+    size_t c = cap;
+    while (c > kMinChunk && len < (size_t)kMinPieces * c) c /= 2;
+    return c;
+}
+
 struct Lane {
     cudaStream_t stream = nullptr;
-    unsigned char *host = nullptr; // pinned, kHostBytes: input, then the chunk's output (+ GHASH)
-    void *din = nullptr;           // device input, kChunk bytes
+    unsigned char *host = nullptr; // pinned, host_bytes(): input, then the chunk's output (+ GHASH)
+    void *din = nullptr;           // device input, chunk bytes
     void *dout = nullptr;          // device output (separate: CBC/CFB read in[j-1])
     G128 *dgh = nullptr;           // device GHASH scratch, kGhashBytes
 };
@@ -53,7 +109,8 @@ enum class SlotState { empty, creating, idle, busy, dead };
 
 struct Slot {
     SlotState state = SlotState::empty;
-    Lane lane[kLanes];
+    int nlanes = 0;
+    Lane lane[kMaxLanes];
 };
 
 pthread_mutex_t g_pool_lock = PTHREAD_MUTEX_INITIALIZER; // guards Slot::state only
@@ -89,13 +146,14 @@ void set_state(Slot *s, SlotState st)
 // only host memory is wiped and nothing is freed.
 void destroy_slot(Slot *s, bool wipe, bool cuda)
 {
+    const StagingConfig &cf = config();
     for (Lane &l : s->lane) {
         if (cuda && l.stream != nullptr) (void)cudaStreamSynchronize(l.stream); // no DMA in flight
-        if (wipe && l.host != nullptr) secure_wipe(l.host, kHostBytes);
+        if (wipe && l.host != nullptr) secure_wipe(l.host, cf.host_bytes());
         if (!cuda) continue;
         if (wipe && l.stream != nullptr) {
-            if (l.din != nullptr) (void)cudaMemsetAsync(l.din, 0, kChunk, l.stream);
-            if (l.dout != nullptr) (void)cudaMemsetAsync(l.dout, 0, kChunk, l.stream);
+            if (l.din != nullptr) (void)cudaMemsetAsync(l.din, 0, cf.chunk, l.stream);
+            if (l.dout != nullptr) (void)cudaMemsetAsync(l.dout, 0, cf.chunk, l.stream);
             if (l.dgh != nullptr) (void)cudaMemsetAsync(l.dgh, 0, kGhashBytes, l.stream);
             (void)cudaStreamSynchronize(l.stream);
         }
@@ -106,6 +164,7 @@ void destroy_slot(Slot *s, bool wipe, bool cuda)
         if (l.stream != nullptr) (void)cudaStreamDestroy(l.stream);
         l = Lane();
     }
+    s->nlanes = 0;
     if (cuda) (void)cudaGetLastError(); // leave no stale error in this thread
 }
 
@@ -167,8 +226,14 @@ class Pipeline {
   public:
     Pipeline(gpuaes_job *job, Slot *slot, int kmode) : job_(job), slot_(slot), kmode_(kmode)
     {
+        const StagingConfig &cf = config();
+        cap_ = cf.chunk;
+        stream_out_ = cf.stream_out;
+        nlanes_ = slot->nlanes;
+        chunk_ = chunk_for(job->len, cap_);
         fault_ = gpu_fault();
-        nchunks_ = (job->len + kChunk - 1) / kChunk;
+        nchunks_ = (job->len + chunk_ - 1) / chunk_;
+        limit_ = nchunks_;
         // An injected fault hits the 2nd chunk of a job of 3 or more chunks,
         // so that a partial prefix comes back; otherwise the first.
         fault_chunk_ = nchunks_ >= 3 ? 1 : 0;
@@ -193,40 +258,35 @@ class Pipeline {
         secure_wipe(pw_, sizeof pw_);
         secure_wipe(&h_, sizeof h_);
         secure_wipe(&s_, sizeof s_);
+        for (Flight &f : fl_) secure_wipe(&f.h_pow_n, sizeof f.h_pow_n);
     }
 
     // Runs the job; returns false when the slot's streams may not be idle
     // (then the slot must not be reused).
     bool run()
     {
-        size_t i = 0;
-        for (; i < nchunks_; ++i) {
-            const int s = (int)(i & 1);
-            if (pend_[s].active && !finalise(s)) break; // chunk i-2
-            if (!stage(i, s)) {
-                const int o = s ^ 1; // chunk i-1, older than the failed one: keep it if it completes
-                if (pend_[o].active && !fatal_) (void)finalise(o);
-                break;
-            }
+        // Chunk counters, each <= the one before: copy-in started [0, in_),
+        // GPU stage enqueued [0, gpu_), copy-out started [0, out_), retired
+        // [0, done_).  Nothing at or beyond limit_ (the first failed chunk)
+        // moves past the stage it is in.
+        while (done_ < limit_) {
+            bool moved = retire();
+            moved |= start_copy_out();
+            moved |= enqueue_gpu();
+            moved |= start_copy_in();
+            if (!moved && !help()) cpu_relax();
         }
-        if (i == nchunks_) {
-            // Drain in chunk order.
-            for (size_t k = nchunks_ >= 2 ? nchunks_ - 2 : 0; k < nchunks_; ++k) {
-                const int s = (int)(k & 1);
-                if (pend_[s].active && !finalise(s)) break;
-            }
-        }
+        // Copy-ins of chunks that will not be used (after a failure) still
+        // write our pinned buffers: wait for them.
+        for (size_t i = gpu_; i < in_; ++i) copy_wait(&fl_[i % nlanes_].copy);
         finish_iv();
-        // Quiesce both streams whatever happened, so that no DMA of this job
+        // Quiesce every stream whatever happened, so that no DMA of this job
         // is in flight once we return.
         bool idle = !fatal_;
-        for (int s = 0; s < kLanes; ++s) {
-            pend_[s].active = false;
-            if (!fatal_ && cudaStreamSynchronize(slot_->lane[s].stream) != cudaSuccess) idle = false;
-        }
+        for (int s = 0; s < nlanes_ && !fatal_; ++s)
+            if (cudaStreamSynchronize(slot_->lane[s].stream) != cudaSuccess) idle = false;
         if (!fatal_) (void)cudaGetLastError();
-        if (job_->done == job_->len) job_->status = GPUAES_OK;
-        else job_->status = GPUAES_FAILED;
+        job_->status = job_->done == job_->len ? GPUAES_OK : GPUAES_FAILED;
         if (job_->status == GPUAES_FAILED && job_->error[0] == '\0')
             std::snprintf(job_->error, sizeof job_->error, "internal: incomplete job");
         return idle;
@@ -237,12 +297,33 @@ class Pipeline {
   private:
     enum class GhashOver { none, out, in }; // GCM: GHASH of the output (encrypt) or input (decrypt)
 
-    struct Pending {
-        bool active = false;
-        size_t index = 0, off = 0, n = 0;
+    // What a lane holds for its chunk while it is in flight.
+    struct Flight {
+        CopyTask copy;                   // copy-in, then copy-out
         G128 h_pow_n{};                  // GCM: H^(n/16), to append this chunk's GHASH
         unsigned char last_in[16] = {0}; // last input (ciphertext) block of the chunk
     };
+
+    size_t off_of(size_t i) const { return i * chunk_; }
+    size_t len_of(size_t i) const { return job_->len - off_of(i) < chunk_ ? job_->len - off_of(i) : chunk_; }
+    Lane &lane_of(size_t i) { return slot_->lane[i % (size_t)nlanes_]; }
+    Flight &flight_of(size_t i) { return fl_[i % (size_t)nlanes_]; }
+
+    static void cpu_relax()
+    {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+
+    // Chunk i failed: it and every later chunk stop where they are.  After
+    // a fatal error no stream may be queried again: only chunks already
+    // being copied out can still be retired.
+    void stop_at(size_t i)
+    {
+        if (i < limit_) limit_ = i;
+        if (fatal_ && out_ < limit_) limit_ = out_;
+    }
 
     // First error wins; a fatal one disables the GPU for the process.
     void fail(const char *stage, const char *call, cudaError_t e)
@@ -264,13 +345,84 @@ class Pipeline {
                           fault_name(fault_));
     }
 
-    // Stage chunk i on lane s: host copy into pinned memory, H2D, kernel, D2H.
-    bool stage(size_t i, int s)
+    // Copy-in of the next chunk, when its lane is free.
+    bool start_copy_in()
     {
-        Lane &l = slot_->lane[s];
-        Pending &p = pend_[s];
-        const size_t off = i * kChunk;
-        const size_t n = job_->len - off < kChunk ? job_->len - off : kChunk;
+        if (in_ >= limit_ || in_ - done_ >= (size_t)nlanes_) return false;
+        copy_start(&flight_of(in_).copy, lane_of(in_).host, job_->in + off_of(in_), len_of(in_), false);
+        ++in_;
+        return true;
+    }
+
+    // GPU stage of the next chunk, once its copy-in is complete.
+    bool enqueue_gpu()
+    {
+        if (gpu_ >= in_ || gpu_ >= limit_ || !copy_finished(&flight_of(gpu_).copy)) return false;
+        copy_wait(&flight_of(gpu_).copy); // complete: only releases the task
+        const size_t i = gpu_++;
+        if (!stage_gpu(i)) stop_at(i);
+        return true;
+    }
+
+    // Copy-out of the oldest chunk on the GPU, once its stream is done.
+    bool start_copy_out()
+    {
+        if (out_ >= gpu_ || out_ >= limit_ || fatal_) return false;
+        const size_t i = out_;
+        if (fault_ == Fault::sync && i == fault_chunk_) {
+            fail_injected("sync", "cudaStreamSynchronize");
+            stop_at(i);
+            return true;
+        }
+        const cudaError_t e = cudaStreamQuery(lane_of(i).stream);
+        if (e == cudaErrorNotReady) return false;
+        if (e != cudaSuccess) {
+            fail("sync", "cudaStreamQuery", e);
+            stop_at(i);
+            return true;
+        }
+        Flight &f = flight_of(i);
+        if (gh_ != GhashOver::none) { // S = S * H^n ^ S_chunk: GHASH of out[0..off + n)
+            G128 sc;
+            std::memcpy(&sc, lane_of(i).host + cap_, sizeof sc);
+            s_ = ghash_append(s_, f.h_pow_n, sc);
+            secure_wipe(&sc, sizeof sc);
+        }
+        copy_start(&f.copy, job_->out + off_of(i), lane_of(i).host, len_of(i), stream_out_);
+        ++out_;
+        return true;
+    }
+
+    // Publishes the oldest chunk once its copy-out is complete: done += n.
+    bool retire()
+    {
+        if (done_ >= out_ || !copy_finished(&flight_of(done_).copy)) return false;
+        Flight &f = flight_of(done_);
+        copy_wait(&f.copy);
+        job_->done += len_of(done_);
+        std::memcpy(done_chain_, f.last_in, 16);
+        ++done_;
+        return true;
+    }
+
+    // Nothing moved: copy a part ourselves, the most urgent first (the copy-in
+    // the GPU waits for, then the oldest copy-out, then later copy-ins).
+    bool help()
+    {
+        if (gpu_ < in_ && gpu_ < limit_ && copy_help(&flight_of(gpu_).copy)) return true;
+        for (size_t i = done_; i < out_; ++i)
+            if (copy_help(&flight_of(i).copy)) return true;
+        for (size_t i = gpu_ + 1; i < in_; ++i)
+            if (copy_help(&flight_of(i).copy)) return true;
+        return false;
+    }
+
+    // Chunk i is in its lane's pinned buffer: H2D, kernel(s), D2H.
+    bool stage_gpu(size_t i)
+    {
+        Lane &l = lane_of(i);
+        Flight &f = flight_of(i);
+        const size_t off = off_of(i), n = len_of(i);
 
         switch (kmode_) {
         case KM_CTR128: {
@@ -294,59 +446,46 @@ class Pipeline {
         default:
             break;
         }
+        // Chain block for chunk i+1 and the iv once this chunk is retired:
+        // from our pinned copy of in[], before the D2H below overwrites it
+        // (and whatever out[] == in[] receives meanwhile).
+        std::memcpy(f.last_in, l.host + n - 16, 16);
+        std::memcpy(chain_, f.last_in, 16);
 
-        parallel_memcpy(l.host, job_->in + off, n);
-        p.active = true;
-        p.index = i;
-        p.off = off;
-        p.n = n;
-        // Chain block for chunk i+1 and the iv once this chunk is done:
-        // taken from our private copy, before any output can overwrite in[].
-        std::memcpy(p.last_in, l.host + n - 16, 16);
-        std::memcpy(chain_, p.last_in, 16);
-
-        cudaError_t e;
         if (fault_ == Fault::copyin && i == fault_chunk_) {
-            p.active = false;
             fail_injected("copyin", "cudaMemcpyAsync");
             return false;
         }
-        e = cudaMemcpyAsync(l.din, l.host, n, cudaMemcpyHostToDevice, l.stream);
+        cudaError_t e = cudaMemcpyAsync(l.din, l.host, n, cudaMemcpyHostToDevice, l.stream);
         if (e != cudaSuccess) {
-            p.active = false;
             fail("copyin", "cudaMemcpyAsync", e);
             return false;
         }
         if (fault_ == Fault::launch && i == fault_chunk_) {
-            p.active = false;
             fail_injected("launch", "cudaLaunchKernel");
             return false;
         }
         e = launch_kernel(kmode_, job_->key->rounds, params_, l.din, l.dout, (uint32_t)(n / 16), l.stream);
         if (e != cudaSuccess) {
-            p.active = false;
             fail("launch", "cudaLaunchKernel", e);
             return false;
         }
         if (fault_ == Fault::copyout && i == fault_chunk_) {
-            p.active = false;
             fail_injected("copyout", "cudaMemcpyAsync");
             return false;
         }
         if (gh_ != GhashOver::none) {
-            e = enqueue_ghash(l, p, gh_ == GhashOver::out ? l.dout : l.din, (uint32_t)(n / 16));
+            e = enqueue_ghash(l, f, gh_ == GhashOver::out ? l.dout : l.din, (uint32_t)(n / 16));
             if (e != cudaSuccess) {
-                p.active = false;
                 fail("launch", "ghash kernels", e);
                 return false;
             }
         }
         e = cudaMemcpyAsync(l.host, l.dout, n, cudaMemcpyDeviceToHost, l.stream);
         if (e == cudaSuccess && gh_ != GhashOver::none)
-            e = cudaMemcpyAsync(l.host + kChunk, l.dgh + kGhashMaxFinal, sizeof(G128), cudaMemcpyDeviceToHost,
+            e = cudaMemcpyAsync(l.host + cap_, l.dgh + kGhashMaxFinal, sizeof(G128), cudaMemcpyDeviceToHost,
                                 l.stream);
         if (e != cudaSuccess) {
-            p.active = false;
             fail("copyout", "cudaMemcpyAsync", e);
             return false;
         }
@@ -356,7 +495,7 @@ class Pipeline {
     // GCM: the chunk's GHASH kernels on its stream, after the CTR kernel
     // (encrypt: over its output) or over the input (decrypt); the powers of
     // H they need are computed here on the host, once per job and m.
-    cudaError_t enqueue_ghash(Lane &l, Pending &p, const void *data, uint32_t nb)
+    cudaError_t enqueue_ghash(Lane &l, Flight &f, const void *data, uint32_t nb)
     {
         const GhashPlan pl = ghash_plan(nb);
         if (pl.m != pw_m_ || pl.levels > pw_levels_) {
@@ -368,36 +507,9 @@ class Pipeline {
         gparams_.m = pl.m;
         gparams_.pad = pl.pad;
         gparams_.nb = nb;
-        // H^nb for the host's append in finalise(): m*P blocks are pw_[levels].
-        p.h_pow_n = pl.pad == 0 ? pw_[pl.levels] : gf_pow(h_, nb);
+        // H^nb for the host's append: m*P blocks are pw_[levels].
+        f.h_pow_n = pl.pad == 0 ? pw_[pl.levels] : gf_pow(h_, nb);
         return launch_ghash(gparams_, pl, data, l.dgh, l.dgh + kGhashMaxFinal, l.stream);
-    }
-
-    // Wait for lane s's chunk and publish it: out[off..off+n), done += n.
-    bool finalise(int s)
-    {
-        Lane &l = slot_->lane[s];
-        Pending &p = pend_[s];
-        p.active = false;
-        if (fault_ == Fault::sync && p.index == fault_chunk_) {
-            fail_injected("sync", "cudaStreamSynchronize");
-            return false;
-        }
-        const cudaError_t e = cudaStreamSynchronize(l.stream);
-        if (e != cudaSuccess) {
-            fail("sync", "cudaStreamSynchronize", e);
-            return false;
-        }
-        parallel_memcpy(job_->out + p.off, l.host, p.n); // all of it, before done moves
-        if (gh_ != GhashOver::none) { // S = S * H^n ^ S_chunk: GHASH of out[0..done + n)
-            G128 sc;
-            std::memcpy(&sc, l.host + kChunk, sizeof sc);
-            s_ = ghash_append(s_, p.h_pow_n, sc);
-            secure_wipe(&sc, sizeof sc);
-        }
-        job_->done += p.n;
-        std::memcpy(done_chain_, p.last_in, 16);
-        return true;
     }
 
     // job->iv := the state for in[done].
@@ -419,27 +531,35 @@ class Pipeline {
         default:
             break; // ECB: unchanged
         }
+        // S covers out[0..off_of(out_)) and every chunk started on copy-out
+        // was retired, so S is the GHASH of the done prefix.
         if (gh_ != GhashOver::none) g128_to_bytes(s_, job_->ghash); // zero when nothing is done
     }
 
     gpuaes_job *job_;
     Slot *slot_;
     int kmode_;
+    int nlanes_ = 0;
+    size_t cap_ = 0;   // bytes per lane buffer
+    size_t chunk_ = 0; // bytes per chunk of this job (<= cap_)
+    bool stream_out_ = true;
     Fault fault_;
     size_t nchunks_ = 0;
+    size_t limit_ = 0;
+    size_t in_ = 0, gpu_ = 0, out_ = 0, done_ = 0;
     size_t fault_chunk_ = 0;
     bool fatal_ = false;
     KParams params_{};
-    Pending pend_[kLanes];
+    Flight fl_[kMaxLanes];
     GhashOver gh_ = GhashOver::none;
     G128 h_{};                           // GCM: H
-    G128 s_{};                           // GCM: GHASH of out[0..done) (or in[0..done))
+    G128 s_{};                           // GCM: GHASH of out[0..off_of(out_)) (or in[])
     GParams gparams_{};                  // GCM: GHASH kernel parameters
     G128 pw_[kGhashMaxLevels + 1] = {};  // GCM: H^(pw_m_ * 2^L), L = 0..pw_levels_
     uint32_t pw_m_ = 0;
     int pw_levels_ = -1;
     unsigned char iv0_[16];        // job->iv on entry
-    unsigned char chain_[16];      // CBC/CFB chaining block for the next chunk to stage
+    unsigned char chain_[16];      // CBC/CFB chaining block for the next chunk to enqueue
     unsigned char done_chain_[16]; // CBC/CFB state after the done prefix
 };
 
@@ -449,13 +569,16 @@ bool create_slot(Slot *s, gpuaes_job *job)
         std::snprintf(job->error, sizeof job->error, "alloc: cudaMalloc: injected fault (GPUAES_FAULT=alloc)");
         return false;
     }
+    const StagingConfig &cf = config();
     cudaError_t e = cudaSuccess;
     const char *call = "";
-    for (Lane &l : s->lane) {
+    s->nlanes = cf.lanes;
+    for (int k = 0; k < cf.lanes; ++k) {
+        Lane &l = s->lane[k];
         if ((e = cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking)) != cudaSuccess) { call = "cudaStreamCreateWithFlags"; l.stream = nullptr; break; }
-        if ((e = cudaHostAlloc((void **)&l.host, kHostBytes, cudaHostAllocDefault)) != cudaSuccess) { call = "cudaHostAlloc"; l.host = nullptr; break; }
-        if ((e = cudaMalloc(&l.din, kChunk)) != cudaSuccess) { call = "cudaMalloc"; l.din = nullptr; break; }
-        if ((e = cudaMalloc(&l.dout, kChunk)) != cudaSuccess) { call = "cudaMalloc"; l.dout = nullptr; break; }
+        if ((e = cudaHostAlloc((void **)&l.host, cf.host_bytes(), cudaHostAllocDefault)) != cudaSuccess) { call = "cudaHostAlloc"; l.host = nullptr; break; }
+        if ((e = cudaMalloc(&l.din, cf.chunk)) != cudaSuccess) { call = "cudaMalloc"; l.din = nullptr; break; }
+        if ((e = cudaMalloc(&l.dout, cf.chunk)) != cudaSuccess) { call = "cudaMalloc"; l.dout = nullptr; break; }
         if ((e = cudaMalloc((void **)&l.dgh, kGhashBytes)) != cudaSuccess) { call = "cudaMalloc"; l.dgh = nullptr; break; }
     }
     if (e == cudaSuccess) return true;

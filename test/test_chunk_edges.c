@@ -1,7 +1,10 @@
 /*
  * test_chunk_edges.c - one update per message, at lengths around the GPU
- * layer's staging-chunk boundaries (8 MiB in cuda/staging.cu, 1 MiB in the
- * emulator): +-1 byte and +-1 block, for every GPU operation, in place and
+ * layer's staging-chunk boundaries: +-1 byte and +-1 block around 1, 2, 4,
+ * 8 and 16 MiB.  cuda/staging.cu (run with 1 MiB buffers, see
+ * kat_diff.cmake) cuts a job into chunks of 128 KiB .. 1 MiB, the size
+ * changing at exactly these lengths; the emulator's chunks are 1 MiB.  For
+ * every GPU operation, in place and
  * out of place, compared with the default provider byte for byte (and the
  * GCM tag).  Run with GPUAES_OFFLOAD_MIN_BYTES=0 so every length goes to the
  * GPU; --gpu requires a GPU and checks that gpu-bytes grew.
@@ -13,7 +16,7 @@
 #include "kat_diff_op.h"
 #include "testutil.h"
 
-static const size_t chunks[] = { (size_t)1 << 20, (size_t)8 << 20 };
+static const size_t chunks[] = { (size_t)1 << 20, (size_t)4 << 20, (size_t)8 << 20 };
 /* Offsets from a multiple of the chunk: whole blocks for ECB/CBC, any byte count otherwise. */
 static const long block_offsets[] = { -16, 0, 16 };
 static const long byte_offsets[] = { -17, -1, 0, 1, 17 };
@@ -126,7 +129,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    printf("%d cases around chunk sizes 1 MiB and 8 MiB\n", ncases);
+    printf("%d cases around 1, 2, 4, 8 and 16 MiB\n", ncases);
     if (gpu)
         TEST_CHECK(test_gpu_bytes(&env) > before);
     test_env_close(&env);
