@@ -1,15 +1,17 @@
 // copy_pool.cpp - parallel host memcpy for the staging copies (see
 // copy_pool.h).
 //
-// Design: one FIFO queue of copies (CopyTask, owned by the caller) and one
-// lock.  A copy has nparts parts of kPart bytes; `next` is the first part
+// Design: two FIFO queues of copies (CopyTask, owned by the caller), urgent
+// ones first, and one lock.  A copy has nparts parts (256 KiB by default,
+// GPUAES_COPY_PART); `next` is the first part
 // nobody has claimed, `left` the parts not yet copied.  Workers and owners
-// claim parts under the lock (one short critical section per 256 KiB part),
+// claim parts under the lock (one short critical section per part),
 // copy them without it, and count them done.  Owners claim parts of their
 // own copies only, so an owner never depends on a worker being free, several
-// owners share the workers (first come, first served: FIFO is pipeline
-// order), and stopping the workers at any time is safe: they finish the part
-// in hand, and the owners do the rest.
+// owners share the workers (first come, first served within a queue: FIFO is
+// pipeline order; staging's copy-outs are urgent because they free a lane),
+// and stopping the workers at any time is safe: they finish the part in
+// hand, and the owners do the rest.
 //
 // Workers are plain pthreads (no std::thread objects that could terminate
 // the process if destroyed unjoined), with every signal blocked, and are
@@ -43,8 +45,7 @@
 namespace gpuaes {
 namespace {
 
-constexpr size_t kPart = size_t(256) << 10;   // bytes per part (the unit threads claim)
-constexpr size_t kMinQueued = 2 * kPart;      // smaller copies stay on the owner's thread
+constexpr size_t kDefaultPart = size_t(256) << 10; // bytes per part (the unit threads claim)
 constexpr int kMaxParts = 1 << 14;
 constexpr int kMaxThreads = 64;               // GPUAES_COPY_THREADS is capped here
 constexpr int kDefaultMax = 8;                // default: min(8, cores / 2)
@@ -61,7 +62,12 @@ std::atomic<int> g_nworkers{0};       // changed under g_lock
 std::atomic<unsigned> g_gen{0};       // bumped under g_lock by stop: older workers exit
 std::atomic<int> g_queued{0};         // copies in the queue (changed under g_lock)
 std::atomic<int> g_active{0};         // GPU jobs between enter and leave
-CopyTask *g_head = nullptr, *g_tail = nullptr; // copies with unclaimed parts (g_lock)
+std::atomic<size_t> g_part{kDefaultPart}; // GPUAES_COPY_PART, read at start
+// Copies with unclaimed parts (g_lock): [0] normal, [1] urgent (taken first).
+struct Queue {
+    CopyTask *head = nullptr, *tail = nullptr;
+};
+Queue g_q[2];
 pthread_t g_tids[kMaxThreads];                 // the workers (g_lock)
 
 inline void cpu_relax()
@@ -129,19 +135,26 @@ void copy_part(const CopyTask *t, int k)
 
 void queue_push(CopyTask *t) // g_lock held
 {
-    t->prev = g_tail;
+    Queue &q = g_q[t->urgent ? 1 : 0];
+    t->prev = q.tail;
     t->succ = nullptr;
-    if (g_tail != nullptr) g_tail->succ = t; else g_head = t;
-    g_tail = t;
+    if (q.tail != nullptr) q.tail->succ = t; else q.head = t;
+    q.tail = t;
     g_queued.store(g_queued.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
 void queue_unlink(CopyTask *t) // g_lock held
 {
-    if (t->prev != nullptr) t->prev->succ = t->succ; else g_head = t->succ;
-    if (t->succ != nullptr) t->succ->prev = t->prev; else g_tail = t->prev;
+    Queue &q = g_q[t->urgent ? 1 : 0];
+    if (t->prev != nullptr) t->prev->succ = t->succ; else q.head = t->succ;
+    if (t->succ != nullptr) t->succ->prev = t->prev; else q.tail = t->prev;
     t->prev = t->succ = nullptr;
     g_queued.store(g_queued.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+}
+
+CopyTask *queue_first() // g_lock held
+{
+    return g_q[1].head != nullptr ? g_q[1].head : g_q[0].head;
 }
 
 // Claims the next part of a queued t (g_lock held, t->next < t->nparts); a
@@ -181,13 +194,13 @@ void *worker_main(void *arg)
     pthread_mutex_lock(&g_lock);
     for (;;) {
         if (g_gen.load(std::memory_order_relaxed) != gen) break;
-        CopyTask *t = g_head;
+        CopyTask *t = queue_first();
         if (t == nullptr) {
             if (g_active.load(std::memory_order_relaxed) > 0) {
                 pthread_mutex_unlock(&g_lock);
                 spin_for_work(gen);
                 pthread_mutex_lock(&g_lock);
-                if (g_head != nullptr || g_gen.load(std::memory_order_relaxed) != gen) continue;
+                if (queue_first() != nullptr || g_gen.load(std::memory_order_relaxed) != gen) continue;
             }
             pthread_cond_wait(&g_work, &g_lock); // re-checked at the loop's top
             continue;
@@ -204,6 +217,15 @@ void *worker_main(void *arg)
 
 // Threads that copy, the caller included: GPUAES_COPY_THREADS, else
 // min(8, usable cores / 2); at least 1.
+long env_long(const char *name, long def, long lo, long hi)
+{
+    const char *e = std::getenv(name);
+    if (e == nullptr || e[0] == '\0') return def;
+    char *end = nullptr;
+    const long v = std::strtol(e, &end, 0);
+    return *end == '\0' && v >= lo && v <= hi ? v : def; // malformed: the default
+}
+
 int configured_threads()
 {
     unsigned hw = std::thread::hardware_concurrency();
@@ -215,14 +237,8 @@ int configured_threads()
     }
     int def = std::min(kDefaultMax, (int)(hw / 2));
     if (def < 1) def = 1;
-    const char *e = std::getenv("GPUAES_COPY_THREADS");
-    if (e != nullptr && e[0] != '\0') {
-        char *end = nullptr;
-        const long v = std::strtol(e, &end, 10);
-        if (*end == '\0' && v >= 0) return v <= 1 ? 1 : (int)std::min<long>(v, kMaxThreads);
-        // malformed: the default
-    }
-    return def;
+    const long v = env_long("GPUAES_COPY_THREADS", def, 0, 1L << 20);
+    return v <= 1 ? 1 : (int)std::min<long>(v, kMaxThreads);
 }
 
 // g_lock held, g_state == kNone.  Starts up to configured_threads() - 1
@@ -230,6 +246,8 @@ int configured_threads()
 void start_locked()
 {
     const int want = configured_threads() - 1;
+    g_part.store((size_t)env_long("GPUAES_COPY_PART", (long)kDefaultPart, 4096, 64L << 20) & ~size_t(63),
+                 std::memory_order_relaxed);
     const unsigned gen = g_gen.load(std::memory_order_relaxed);
     int n = 0;
     if (want > 0) {
@@ -275,21 +293,23 @@ void copy_pool_leave()
     g_active.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void copy_start(CopyTask *t, void *dst, const void *src, size_t n, bool stream)
+void copy_start(CopyTask *t, void *dst, const void *src, size_t n, unsigned flags)
 {
     t->dst = static_cast<unsigned char *>(dst);
     t->src = static_cast<const unsigned char *>(src);
     t->n = n;
-    t->stream = stream;
+    t->stream = (flags & kCopyStream) != 0;
+    t->urgent = (flags & kCopyUrgent) != 0;
     t->next = 0;
     t->queued = false;
     t->prev = t->succ = nullptr;
-    const size_t parts = (n + kPart - 1) / kPart;
+    const size_t part = g_part.load(std::memory_order_relaxed);
+    const size_t parts = (n + part - 1) / part;
     t->nparts = (int)std::min<size_t>(parts == 0 ? 1 : parts, (size_t)kMaxParts);
     t->part = ((n + (size_t)t->nparts - 1) / (size_t)t->nparts + 63) & ~size_t(63);
     if (t->part == 0) t->part = 64;
     t->left.store(t->nparts, std::memory_order_relaxed);
-    if (n < kMinQueued || g_state.load(std::memory_order_acquire) != kRunning ||
+    if (n < 2 * part || g_state.load(std::memory_order_acquire) != kRunning ||
         g_nworkers.load(std::memory_order_relaxed) == 0)
         return; // the owner copies it all
     pthread_cond_init(&t->done, nullptr);
@@ -353,7 +373,7 @@ void copy_wait(CopyTask *t)
 void parallel_memcpy(void *dst, const void *src, size_t n)
 {
     CopyTask t;
-    copy_start(&t, dst, src, n, false);
+    copy_start(&t, dst, src, n, 0);
     copy_wait(&t);
 }
 
@@ -381,7 +401,7 @@ void copy_pool_atfork_child()
     // parent thread may have held g_lock at fork() time.
     pthread_mutex_init(&g_lock, nullptr);
     pthread_cond_init(&g_work, nullptr);
-    g_head = g_tail = nullptr;
+    g_q[0] = g_q[1] = Queue();
     g_queued.store(0);
     g_active.store(0);
     g_nworkers.store(0);

@@ -47,16 +47,22 @@ struct CopyTask {
     int next = 0;                // first unclaimed part (the pool's lock)
     std::atomic<int> left{0};    // parts not yet copied
     bool stream = false;         // non-temporal stores (dst is not read soon)
+    bool urgent = false;         // workers take urgent copies first
     bool queued = false;         // offered to the workers
     CopyTask *prev = nullptr, *succ = nullptr; // the pool's queue links
     pthread_cond_t done;         // signalled when left drops to 0 (queued only)
 };
 
+// copy_start() flags.
+// kCopyStream: write dst with non-temporal stores where the CPU has them (dst
+// goes to DRAM, not to a cache another copy would need).
+// kCopyUrgent: workers take it before every non-urgent copy.
+constexpr unsigned kCopyStream = 1, kCopyUrgent = 2;
+
 // Starts a copy: parts are offered to the workers (when it is large and
-// workers run), in FIFO order with the other copies.  `stream`: write dst
-// with non-temporal stores where the CPU has them (dst goes to DRAM, not to
-// a cache another copy would need).  Nothing may be copied yet when it returns.
-void copy_start(CopyTask *t, void *dst, const void *src, size_t n, bool stream);
+// workers run), in FIFO order with the other copies of its urgency.
+// Nothing may be copied yet when it returns.
+void copy_start(CopyTask *t, void *dst, const void *src, size_t n, unsigned flags);
 
 // The owner copies one part of t that nobody has claimed; false when none
 // was left to claim (the rest is done or being copied by workers).

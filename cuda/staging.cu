@@ -24,10 +24,13 @@
 // Slots: up to kMaxSlots, created on demand and reused (buffers are never
 // allocated per call).  A caller that finds none free gets GPUAES_BUSY at
 // once.  DMA only ever touches the slot's own pinned and device buffers.
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <pthread.h>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -54,6 +57,7 @@ struct StagingConfig {
     size_t chunk = size_t(2) << 20; // GPUAES_STAGING_CHUNK: bytes per chunk buffer, a power of two
     int lanes = 4;                  // GPUAES_STAGING_LANES: chunks in flight per job
     bool stream_out = true;         // GPUAES_COPY_STREAM: non-temporal stores into out[]
+    long trace_job = 0;             // GPUAES_STAGING_TRACE=N: time the stages of the N-th job (stderr)
     size_t host_bytes() const { return chunk + 64; } // the chunk, then its GHASH (GCM)
 };
 
@@ -79,6 +83,7 @@ void read_config()
     c.chunk = p2;
     c.lanes = (int)env_long("GPUAES_STAGING_LANES", c.lanes, 2, kMaxLanes);
     c.stream_out = env_long("GPUAES_COPY_STREAM", c.stream_out ? 1 : 0, 0, 1) != 0;
+    c.trace_job = env_long("GPUAES_STAGING_TRACE", 0, 0, 1L << 30);
     g_config = c;
 }
 
@@ -87,6 +92,46 @@ const StagingConfig &config()
     pthread_once(&g_config_once, read_config);
     return g_config;
 }
+
+std::atomic<long> g_jobs{0}; // jobs started, for GPUAES_STAGING_TRACE
+
+double now_us()
+{
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Per-chunk stage times of one job (a tuning aid): when its copy-in started,
+// its GPU stage was enqueued (and the enqueue returned), its GPU stage was
+// seen complete, and it was retired; microseconds from the job's start.
+class StageTrace {
+  public:
+    enum Event { copy_in, enqueue, enqueued, gpu_done, retired, kEvents };
+    void begin(size_t nchunks)
+    {
+        t0_ = now_us();
+        t_.assign(nchunks * kEvents, 0.0);
+    }
+    bool on() const { return !t_.empty(); }
+    void mark(size_t chunk, Event e)
+    {
+        if (on()) t_[chunk * kEvents + e] = now_us() - t0_;
+    }
+    void print(size_t len, size_t chunk, int lanes) const
+    {
+        if (!on()) return;
+        std::fprintf(stderr, "staging trace: %zu bytes, chunks of %zu, %d lanes, %.1f us\n"
+                             "chunk copy_in enqueue enqueued gpu_done retired (us)\n",
+                     len, chunk, lanes, now_us() - t0_);
+        for (size_t i = 0; i < t_.size() / kEvents; ++i) {
+            const double *r = &t_[i * kEvents];
+            std::fprintf(stderr, "%5zu %8.1f %8.1f %8.1f %8.1f %8.1f\n", i, r[0], r[1], r[2], r[3], r[4]);
+        }
+    }
+
+  private:
+    double t0_ = 0;
+    std::vector<double> t_;
+};
 
 // Chunk length for a job of len bytes: the buffer size, halved while the job
 // would have fewer than kMinPieces chunks, so that small jobs overlap too.
@@ -249,6 +294,7 @@ class Pipeline {
             gparams_.h = h_;
         }
         s_ = g128_zero();
+        if (cf.trace_job != 0 && g_jobs.fetch_add(1) + 1 == cf.trace_job) trace_.begin(nchunks_);
     }
 
     ~Pipeline()
@@ -286,6 +332,7 @@ class Pipeline {
         for (int s = 0; s < nlanes_ && !fatal_; ++s)
             if (cudaStreamSynchronize(slot_->lane[s].stream) != cudaSuccess) idle = false;
         if (!fatal_) (void)cudaGetLastError();
+        trace_.print(job_->len, chunk_, nlanes_);
         job_->status = job_->done == job_->len ? GPUAES_OK : GPUAES_FAILED;
         if (job_->status == GPUAES_FAILED && job_->error[0] == '\0')
             std::snprintf(job_->error, sizeof job_->error, "internal: incomplete job");
@@ -349,7 +396,8 @@ class Pipeline {
     bool start_copy_in()
     {
         if (in_ >= limit_ || in_ - done_ >= (size_t)nlanes_) return false;
-        copy_start(&flight_of(in_).copy, lane_of(in_).host, job_->in + off_of(in_), len_of(in_), false);
+        trace_.mark(in_, StageTrace::copy_in);
+        copy_start(&flight_of(in_).copy, lane_of(in_).host, job_->in + off_of(in_), len_of(in_), 0);
         ++in_;
         return true;
     }
@@ -360,7 +408,9 @@ class Pipeline {
         if (gpu_ >= in_ || gpu_ >= limit_ || !copy_finished(&flight_of(gpu_).copy)) return false;
         copy_wait(&flight_of(gpu_).copy); // complete: only releases the task
         const size_t i = gpu_++;
+        trace_.mark(i, StageTrace::enqueue);
         if (!stage_gpu(i)) stop_at(i);
+        trace_.mark(i, StageTrace::enqueued);
         return true;
     }
 
@@ -381,6 +431,7 @@ class Pipeline {
             stop_at(i);
             return true;
         }
+        trace_.mark(i, StageTrace::gpu_done);
         Flight &f = flight_of(i);
         if (gh_ != GhashOver::none) { // S = S * H^n ^ S_chunk: GHASH of out[0..off + n)
             G128 sc;
@@ -388,7 +439,9 @@ class Pipeline {
             s_ = ghash_append(s_, f.h_pow_n, sc);
             secure_wipe(&sc, sizeof sc);
         }
-        copy_start(&f.copy, job_->out + off_of(i), lane_of(i).host, len_of(i), stream_out_);
+        // Urgent: the lane is free only once its copy-out is done.
+        copy_start(&f.copy, job_->out + off_of(i), lane_of(i).host, len_of(i),
+                   kCopyUrgent | (stream_out_ ? kCopyStream : 0));
         ++out_;
         return true;
     }
@@ -401,6 +454,7 @@ class Pipeline {
         copy_wait(&f.copy);
         job_->done += len_of(done_);
         std::memcpy(done_chain_, f.last_in, 16);
+        trace_.mark(done_, StageTrace::retired);
         ++done_;
         return true;
     }
@@ -561,6 +615,7 @@ class Pipeline {
     unsigned char iv0_[16];        // job->iv on entry
     unsigned char chain_[16];      // CBC/CFB chaining block for the next chunk to enqueue
     unsigned char done_chain_[16]; // CBC/CFB state after the done prefix
+    StageTrace trace_;
 };
 
 bool create_slot(Slot *s, gpuaes_job *job)

@@ -82,7 +82,7 @@ void owner(unsigned seed, int rounds)
         CopyTask t[4];
         for (int i = 0; i < k; ++i) {
             make(b[i], rng, random_size(rng));
-            copy_start(&t[i], dst_of(b[i]), b[i].src.data() + b[i].src_off, b[i].n, (rng() & 1) != 0);
+            copy_start(&t[i], dst_of(b[i]), b[i].src.data() + b[i].src_off, b[i].n, (unsigned)(rng() & 3));
         }
         for (int s = 0; s < 8; ++s) (void)copy_help(&t[rng() % k]);
         int order[4] = {0, 1, 2, 3};
