@@ -45,7 +45,8 @@
 namespace gpuaes {
 namespace {
 
-constexpr size_t kDefaultPart = size_t(256) << 10; // bytes per part (the unit threads claim)
+constexpr size_t kDefaultPart = size_t(256) << 10; // largest part (the unit threads claim)
+constexpr size_t kMinPart = size_t(64) << 10;      // smallest part worth handing to another thread
 constexpr int kMaxParts = 1 << 14;
 constexpr int kMaxThreads = 64;               // GPUAES_COPY_THREADS is capped here
 constexpr int kDefaultMax = 8;                // default: min(8, cores / 2)
@@ -303,13 +304,17 @@ void copy_start(CopyTask *t, void *dst, const void *src, size_t n, unsigned flag
     t->next = 0;
     t->queued = false;
     t->prev = t->succ = nullptr;
-    const size_t part = g_part.load(std::memory_order_relaxed);
+    // Parts: one per thread where that makes them at least kMinPart (a small
+    // copy is latency-bound: every thread takes a share), at most g_part.
+    const size_t threads = (size_t)g_nworkers.load(std::memory_order_relaxed) + 1;
+    size_t part = (n / threads + 63) & ~size_t(63);
+    part = std::max(kMinPart, std::min(part, g_part.load(std::memory_order_relaxed)));
     const size_t parts = (n + part - 1) / part;
     t->nparts = (int)std::min<size_t>(parts == 0 ? 1 : parts, (size_t)kMaxParts);
     t->part = ((n + (size_t)t->nparts - 1) / (size_t)t->nparts + 63) & ~size_t(63);
     if (t->part == 0) t->part = 64;
     t->left.store(t->nparts, std::memory_order_relaxed);
-    if (n < 2 * part || g_state.load(std::memory_order_acquire) != kRunning ||
+    if (t->nparts < 2 || g_state.load(std::memory_order_acquire) != kRunning ||
         g_nworkers.load(std::memory_order_relaxed) == 0)
         return; // the owner copies it all
     pthread_cond_init(&t->done, nullptr);

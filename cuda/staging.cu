@@ -48,7 +48,6 @@ constexpr int kMaxSlots = 8;
 constexpr int kMaxLanes = 16;
 constexpr size_t kMinChunk = size_t(64) << 10;
 constexpr size_t kMaxChunk = size_t(64) << 20;
-constexpr int kMinPieces = 4; // a job is cut into at least this many chunks, down to kMinChunk
 // Device GHASH scratch per lane: the partials, then the chunk's result.
 constexpr size_t kGhashBytes = kGhashScratch + 64;
 
@@ -56,6 +55,7 @@ constexpr size_t kGhashBytes = kGhashScratch + 64;
 struct StagingConfig {
     size_t chunk = size_t(2) << 20; // GPUAES_STAGING_CHUNK: bytes per chunk buffer, a power of two
     int lanes = 4;                  // GPUAES_STAGING_LANES: chunks in flight per job
+    int pieces = 4;                 // GPUAES_STAGING_PIECES: a job is cut into at least this many chunks (>= kMinChunk)
     bool stream_out = true;         // GPUAES_COPY_STREAM: non-temporal stores into out[]
     long trace_job = 0;             // GPUAES_STAGING_TRACE=N: time the stages of the N-th job (stderr)
     size_t host_bytes() const { return chunk + 64; } // the chunk, then its GHASH (GCM)
@@ -82,6 +82,7 @@ void read_config()
     while (p2 * 2 <= chunk) p2 *= 2; // round down to a power of two
     c.chunk = p2;
     c.lanes = (int)env_long("GPUAES_STAGING_LANES", c.lanes, 2, kMaxLanes);
+    c.pieces = (int)env_long("GPUAES_STAGING_PIECES", c.pieces, 1, 64);
     c.stream_out = env_long("GPUAES_COPY_STREAM", c.stream_out ? 1 : 0, 0, 1) != 0;
     c.trace_job = env_long("GPUAES_STAGING_TRACE", 0, 0, 1L << 30);
     g_config = c;
@@ -134,11 +135,11 @@ class StageTrace {
 };
 
 // Chunk length for a job of len bytes: the buffer size, halved while the job
-// would have fewer than kMinPieces chunks, so that small jobs overlap too.
-size_t chunk_for(size_t len, size_t cap)
+// would have fewer than `pieces` chunks, so that small jobs overlap too.
+size_t chunk_for(size_t len, size_t cap, int pieces)
 {
     size_t c = cap;
-    while (c > kMinChunk && len < (size_t)kMinPieces * c) c /= 2;
+    while (c > kMinChunk && len < (size_t)pieces * c) c /= 2;
     return c;
 }
 
@@ -275,7 +276,7 @@ class Pipeline {
         cap_ = cf.chunk;
         stream_out_ = cf.stream_out;
         nlanes_ = slot->nlanes;
-        chunk_ = chunk_for(job->len, cap_);
+        chunk_ = chunk_for(job->len, cap_, cf.pieces);
         fault_ = gpu_fault();
         nchunks_ = (job->len + chunk_ - 1) / chunk_;
         limit_ = nchunks_;
@@ -320,7 +321,10 @@ class Pipeline {
             moved |= start_copy_out();
             moved |= enqueue_gpu();
             moved |= start_copy_in();
-            if (!moved && !help()) cpu_relax();
+            // Idle: copy a part ourselves only while the GPU has nothing
+            // to do; otherwise keep polling, so that its next work is
+            // enqueued, and its results are taken, without delay.
+            if (!moved && !((out_ == gpu_ || copy_pool_workers() == 0) && help())) cpu_relax();
         }
         // Copy-ins of chunks that will not be used (after a failure) still
         // write our pinned buffers: wait for them.
