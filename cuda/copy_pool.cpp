@@ -53,6 +53,10 @@ constexpr int kDefaultMax = 8;                // default: min(8, cores / 2)
 // Idle workers poll this long (while a GPU job is active) before they sleep;
 // an owner polls as long for the workers' last parts before it sleeps.
 constexpr std::chrono::microseconds kSpin(500);
+// ... and this long after the last job ended: a sleeping worker takes tens of
+// microseconds to wake (more in a VM), as long as a 1 MiB job's copies, and
+// back-to-back jobs (one stream of large updates) are the common case.
+constexpr std::chrono::microseconds kSpinAfterJob(100);
 
 enum State : int { kNone, kRunning, kClosed };
 
@@ -176,36 +180,41 @@ void worker_part_done(CopyTask *t)
 }
 
 // Polls (lock not held) until a copy is queued, this worker's generation
-// ends, no GPU job is active any more, or kSpin has passed.
+// ends, or kSpin has passed (kSpinAfterJob once no GPU job is active).
 void spin_for_work(unsigned gen)
 {
-    const auto until = std::chrono::steady_clock::now() + kSpin;
+    auto start = std::chrono::steady_clock::now();
     for (unsigned i = 1;; ++i) {
-        if (g_queued.load(std::memory_order_acquire) > 0 || g_gen.load(std::memory_order_relaxed) != gen ||
-            g_active.load(std::memory_order_relaxed) == 0)
-            return;
+        if (g_queued.load(std::memory_order_acquire) > 0 || g_gen.load(std::memory_order_relaxed) != gen) return;
         cpu_relax();
-        if ((i & 63) == 0 && std::chrono::steady_clock::now() >= until) return;
+        if ((i & 63) == 0) {
+            const auto t = std::chrono::steady_clock::now();
+            if (t - start >= (g_active.load(std::memory_order_relaxed) > 0 ? kSpin : kSpinAfterJob)) return;
+        }
     }
 }
 
 void *worker_main(void *arg)
 {
     const unsigned gen = (unsigned)(uintptr_t)arg;
+    bool spun = false;
     pthread_mutex_lock(&g_lock);
     for (;;) {
         if (g_gen.load(std::memory_order_relaxed) != gen) break;
         CopyTask *t = queue_first();
         if (t == nullptr) {
-            if (g_active.load(std::memory_order_relaxed) > 0) {
+            if (!spun) { // once per idle spell
+                spun = true;
                 pthread_mutex_unlock(&g_lock);
                 spin_for_work(gen);
                 pthread_mutex_lock(&g_lock);
-                if (queue_first() != nullptr || g_gen.load(std::memory_order_relaxed) != gen) continue;
+                continue;
             }
             pthread_cond_wait(&g_work, &g_lock); // re-checked at the loop's top
+            spun = false;
             continue;
         }
+        spun = false;
         const int k = claim(t);
         pthread_mutex_unlock(&g_lock);
         copy_part(t, k); // t lives: its owner waits for this part

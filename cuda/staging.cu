@@ -26,6 +26,7 @@
 // once.  DMA only ever touches the slot's own pinned and device buffers.
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,7 +56,7 @@ constexpr size_t kGhashBytes = kGhashScratch + 64;
 struct StagingConfig {
     size_t chunk = size_t(2) << 20; // GPUAES_STAGING_CHUNK: bytes per chunk buffer, a power of two
     int lanes = 4;                  // GPUAES_STAGING_LANES: chunks in flight per job
-    int pieces = 4;                 // GPUAES_STAGING_PIECES: a job is cut into at least this many chunks (>= kMinChunk)
+    size_t first = size_t(128) << 10; // GPUAES_STAGING_FIRST: the first (and least) chunk of a job
     bool stream_out = true;         // GPUAES_COPY_STREAM: non-temporal stores into out[]
     long trace_job = 0;             // GPUAES_STAGING_TRACE=N: time the stages of the N-th job (stderr)
     size_t host_bytes() const { return chunk + 64; } // the chunk, then its GHASH (GCM)
@@ -82,7 +83,8 @@ void read_config()
     while (p2 * 2 <= chunk) p2 *= 2; // round down to a power of two
     c.chunk = p2;
     c.lanes = (int)env_long("GPUAES_STAGING_LANES", c.lanes, 2, kMaxLanes);
-    c.pieces = (int)env_long("GPUAES_STAGING_PIECES", c.pieces, 1, 64);
+    c.first = (size_t)env_long("GPUAES_STAGING_FIRST", (long)c.first, 4096, (long)kMaxChunk) & ~size_t(15);
+    if (c.first > c.chunk) c.first = c.chunk;
     c.stream_out = env_long("GPUAES_COPY_STREAM", c.stream_out ? 1 : 0, 0, 1) != 0;
     c.trace_job = env_long("GPUAES_STAGING_TRACE", 0, 0, 1L << 30);
     g_config = c;
@@ -134,13 +136,19 @@ class StageTrace {
     std::vector<double> t_;
 };
 
-// Chunk length for a job of len bytes: the buffer size, halved while the job
-// would have fewer than `pieces` chunks, so that small jobs overlap too.
-size_t chunk_for(size_t len, size_t cap, int pieces)
+// Length of chunk i of a job, `rem` bytes of it not yet in a chunk.  The
+// chunks ramp up from `first`, doubling, to the buffer size `cap`, and down
+// again at the end (each at most half of what is left): the GPU starts after
+// one small copy-in instead of a whole buffer's, and the last copy-out is
+// small too, so that filling and draining the pipeline cost little.  A
+// remainder below `first` joins the chunk before it.  Multiples of 16.
+size_t chunk_len(size_t i, size_t rem, size_t first, size_t cap)
 {
-    size_t c = cap;
-    while (c > kMinChunk && len < (size_t)pieces * c) c /= 2;
-    return c;
+    size_t n = i < 32 && (first << i) < cap ? first << i : cap;
+    const size_t half = ((rem / 2) + 15) & ~size_t(15);
+    if (n > half) n = half > first ? half : first;
+    if (n >= rem || (rem - n < first && rem <= cap)) n = rem;
+    return n;
 }
 
 struct Lane {
@@ -276,13 +284,12 @@ class Pipeline {
         cap_ = cf.chunk;
         stream_out_ = cf.stream_out;
         nlanes_ = slot->nlanes;
-        chunk_ = chunk_for(job->len, cap_, cf.pieces);
+        first_ = cf.first;
         fault_ = gpu_fault();
-        nchunks_ = (job->len + chunk_ - 1) / chunk_;
-        limit_ = nchunks_;
-        // An injected fault hits the 2nd chunk of a job of 3 or more chunks,
-        // so that a partial prefix comes back; otherwise the first.
-        fault_chunk_ = nchunks_ >= 3 ? 1 : 0;
+        // An injected fault hits the 2nd chunk of a job of 3 or more chunks
+        // (more than 4 first chunks' worth), so that a partial prefix comes
+        // back; otherwise the first.
+        fault_chunk_ = job->len > 4 * first_ ? 1 : 0;
         std::memcpy(iv0_, job->iv, 16);
         std::memcpy(chain_, job->iv, 16);
         std::memcpy(done_chain_, job->iv, 16);
@@ -295,7 +302,7 @@ class Pipeline {
             gparams_.h = h_;
         }
         s_ = g128_zero();
-        if (cf.trace_job != 0 && g_jobs.fetch_add(1) + 1 == cf.trace_job) trace_.begin(nchunks_);
+        if (cf.trace_job != 0 && g_jobs.fetch_add(1) + 1 == cf.trace_job) trace_.begin(job->len / first_ + 2);
     }
 
     ~Pipeline()
@@ -316,7 +323,7 @@ class Pipeline {
         // GPU stage enqueued [0, gpu_), copy-out started [0, out_), retired
         // [0, done_).  Nothing at or beyond limit_ (the first failed chunk)
         // moves past the stage it is in.
-        while (done_ < limit_) {
+        while (done_ < limit_ && job_->done < job_->len) {
             bool moved = retire();
             moved |= start_copy_out();
             moved |= enqueue_gpu();
@@ -324,7 +331,7 @@ class Pipeline {
             // Idle: copy a part ourselves only while the GPU has nothing
             // to do; otherwise keep polling, so that its next work is
             // enqueued, and its results are taken, without delay.
-            if (!moved && !((out_ == gpu_ || copy_pool_workers() == 0) && help())) cpu_relax();
+            if (!moved && !help(out_ == gpu_)) cpu_relax();
         }
         // Copy-ins of chunks that will not be used (after a failure) still
         // write our pinned buffers: wait for them.
@@ -336,7 +343,7 @@ class Pipeline {
         for (int s = 0; s < nlanes_ && !fatal_; ++s)
             if (cudaStreamSynchronize(slot_->lane[s].stream) != cudaSuccess) idle = false;
         if (!fatal_) (void)cudaGetLastError();
-        trace_.print(job_->len, chunk_, nlanes_);
+        trace_.print(job_->len, in_, nlanes_);
         job_->status = job_->done == job_->len ? GPUAES_OK : GPUAES_FAILED;
         if (job_->status == GPUAES_FAILED && job_->error[0] == '\0')
             std::snprintf(job_->error, sizeof job_->error, "internal: incomplete job");
@@ -350,15 +357,16 @@ class Pipeline {
 
     // What a lane holds for its chunk while it is in flight.
     struct Flight {
+        size_t off = 0, n = 0;           // the chunk: in[off .. off + n)
         CopyTask copy;                   // copy-in, then copy-out
         G128 h_pow_n{};                  // GCM: H^(n/16), to append this chunk's GHASH
         unsigned char last_in[16] = {0}; // last input (ciphertext) block of the chunk
     };
 
-    size_t off_of(size_t i) const { return i * chunk_; }
-    size_t len_of(size_t i) const { return job_->len - off_of(i) < chunk_ ? job_->len - off_of(i) : chunk_; }
     Lane &lane_of(size_t i) { return slot_->lane[i % (size_t)nlanes_]; }
     Flight &flight_of(size_t i) { return fl_[i % (size_t)nlanes_]; }
+    size_t off_of(size_t i) const { return fl_[i % (size_t)nlanes_].off; }
+    size_t len_of(size_t i) const { return fl_[i % (size_t)nlanes_].n; }
 
     static void cpu_relax()
     {
@@ -399,9 +407,13 @@ class Pipeline {
     // Copy-in of the next chunk, when its lane is free.
     bool start_copy_in()
     {
-        if (in_ >= limit_ || in_ - done_ >= (size_t)nlanes_) return false;
+        if (next_off_ >= job_->len || in_ >= limit_ || in_ - done_ >= (size_t)nlanes_) return false;
+        Flight &f = flight_of(in_);
+        f.off = next_off_;
+        f.n = chunk_len(in_, job_->len - next_off_, first_, cap_);
+        next_off_ += f.n;
         trace_.mark(in_, StageTrace::copy_in);
-        copy_start(&flight_of(in_).copy, lane_of(in_).host, job_->in + off_of(in_), len_of(in_), 0);
+        copy_start(&f.copy, lane_of(in_).host, job_->in + f.off, f.n, 0);
         ++in_;
         return true;
     }
@@ -465,13 +477,18 @@ class Pipeline {
 
     // Nothing moved: copy a part ourselves, the most urgent first (the copy-in
     // the GPU waits for, then the oldest copy-out, then later copy-ins).
-    bool help()
+    // Copies the workers share in only while the GPU is idle (`gpu_idle`):
+    // otherwise we keep polling, so that the GPU's next work is enqueued,
+    // and its results are taken, without delay.  Copies nobody else takes
+    // (small ones) are ours at any time.
+    bool help(bool gpu_idle)
     {
-        if (gpu_ < in_ && gpu_ < limit_ && copy_help(&flight_of(gpu_).copy)) return true;
+        auto take = [gpu_idle](CopyTask *t) { return (gpu_idle || !t->queued) && copy_help(t); };
+        if (gpu_ < in_ && gpu_ < limit_ && take(&flight_of(gpu_).copy)) return true;
         for (size_t i = done_; i < out_; ++i)
-            if (copy_help(&flight_of(i).copy)) return true;
+            if (take(&flight_of(i).copy)) return true;
         for (size_t i = gpu_ + 1; i < in_; ++i)
-            if (copy_help(&flight_of(i).copy)) return true;
+            if (take(&flight_of(i).copy)) return true;
         return false;
     }
 
@@ -598,12 +615,12 @@ class Pipeline {
     Slot *slot_;
     int kmode_;
     int nlanes_ = 0;
-    size_t cap_ = 0;   // bytes per lane buffer
-    size_t chunk_ = 0; // bytes per chunk of this job (<= cap_)
+    size_t cap_ = 0;      // bytes per lane buffer: the largest chunk
+    size_t first_ = 0;    // the first chunk's length (chunk_len)
+    size_t next_off_ = 0; // where the next chunk begins
     bool stream_out_ = true;
     Fault fault_;
-    size_t nchunks_ = 0;
-    size_t limit_ = 0;
+    size_t limit_ = SIZE_MAX;
     size_t in_ = 0, gpu_ = 0, out_ = 0, done_ = 0;
     size_t fault_chunk_ = 0;
     bool fatal_ = false;

@@ -25,8 +25,8 @@ gpuaes_test(NAME diff_gpu_big COMMAND test_diff --gpu --big
 
 # Lengths around the staging-chunk boundaries (+-1 byte, +-1 block), every GPU
 # operation, in place and not (the _emu twin covers the emulator's 1 MiB chunks).
-# 1 MiB buffers and 3 lanes: a job's chunk is 128 KiB .. 1 MiB by its length,
-# and lanes wrap at an odd count.
+# 1 MiB buffers and 3 lanes: a job's chunks ramp from 128 KiB to 1 MiB and
+# down, and lanes wrap at an odd count.
 gpuaes_test_program(test_chunk_edges test_chunk_edges.c kat_diff_op.c)
 gpuaes_test(NAME chunk_edges_gpu COMMAND test_chunk_edges --gpu
   LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_STAGING_CHUNK=1048576 GPUAES_STAGING_LANES=3 TIMEOUT 600)

@@ -1,10 +1,11 @@
 /*
  * test_chunk_edges.c - one update per message, at lengths around the GPU
  * layer's staging-chunk boundaries: +-1 byte and +-1 block around 1, 2, 4,
- * 8 and 16 MiB.  cuda/staging.cu (run with 1 MiB buffers, see
- * kat_diff.cmake) cuts a job into chunks of 128 KiB .. 1 MiB, the size
- * changing at exactly these lengths; the emulator's chunks are 1 MiB.  For
- * every GPU operation, in place and
+ * 8 and 16 MiB.  cuda/staging.cu (run with 1 MiB buffers and 3 lanes, see
+ * kat_diff.cmake) cuts a job into chunks that ramp from 128 KiB up to
+ * 1 MiB and down again, so these lengths give 4 to 24 chunks of varied
+ * sizes, lanes wrapping; the emulator's chunks are 1 MiB.  For every GPU
+ * operation, in place and
  * out of place, compared with the default provider byte for byte (and the
  * GCM tag).  Run with GPUAES_OFFLOAD_MIN_BYTES=0 so every length goes to the
  * GPU; --gpu requires a GPU and checks that gpu-bytes grew.

@@ -9,7 +9,6 @@ one() { # size chunk lanes
     --sizes $1 --ciphers AES-128-CTR --dir enc 2>&1 | sed -n '/staging trace/,/^\[/p' | grep -v '^\['
 }
 M=$((1024 * 1024))
-one 64M $((2 * M)) 12
 one 64M $((4 * M)) 8
-one 4M $((2 * M)) 12
-one 1M $((2 * M)) 12
+one 4M $((4 * M)) 8
+one 1M $((4 * M)) 8
