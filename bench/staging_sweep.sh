@@ -26,9 +26,9 @@ run() { # chunk lanes threads stream part first
   rm -f "$tmp"
 }
 K=1024; M=$((1024 * 1024))
-for c in $((2 * M)) $((4 * M)) $((8 * M)); do
-  for l in 8 12; do run $c $l 8 1 $((256 * K)) $((128 * K)); done
+for c in $((4 * M)) $((8 * M)); do
+  for f in $((256 * K)) $((512 * K)); do run $c 8 8 1 $((256 * K)) $f; done
 done
-for f in $((64 * K)) $((256 * K)); do run $((4 * M)) 8 8 1 $((256 * K)) $f; done
-run $((4 * M)) 8 12 1 $((256 * K)) $((128 * K))
-run $((4 * M)) 8 8 0 $((256 * K)) $((128 * K))
+run $((4 * M)) 12 8 1 $((256 * K)) $((256 * K))
+run $((4 * M)) 8 8 1 $((512 * K)) $((256 * K))
+run $((4 * M)) 8 8 0 $((256 * K)) $((256 * K))
