@@ -11,7 +11,7 @@ build=${1:?build dir}
 out=${2:?output dir}
 mkdir -p "$out"
 bench=(env GPUAES_OFFLOAD_MIN_BYTES=0 "$build/bench/evp_bench" --provider-path "$build"
-       --threads 1 --repeats 3 --min-time 0.1 --sizes 256K,1M,4M,16M,64M --require-gpu)
+       --threads 1 --repeats 3 --min-time 0.1 --sizes 256K,1M,2M,4M,16M,64M --require-gpu)
 "${bench[@]}" --ciphers AES-128-CBC,AES-128-CFB,AES-256-CFB --dir dec --csv "$out/crossover-dec.csv" \
   >"$out/crossover-dec.txt" 2>"$out/crossover.log"
 "${bench[@]}" --ciphers AES-128-ECB,AES-256-ECB,AES-128-CTR,AES-256-CTR,AES-128-GCM,AES-256-GCM \
