@@ -59,7 +59,10 @@ struct StagingConfig {
     size_t first = size_t(256) << 10; // GPUAES_STAGING_FIRST: the first (and least) chunk of a job
     bool stream_out = true;         // GPUAES_COPY_STREAM: non-temporal stores into out[]
     long trace_job = 0;             // GPUAES_STAGING_TRACE=N: time the stages of the N-th job (stderr)
-    size_t host_bytes() const { return chunk + 64; } // the chunk, then its GHASH (GCM)
+    size_t zero_copy = 0;           // GPUAES_STAGING_ZEROCOPY: chunks up to this long skip H2D/D2H (see stage_gpu)
+    // Pinned bytes per lane: the chunk, its GHASH (GCM) at +chunk, and with
+    // zero-copy a second chunk at +chunk+64 for the kernel's output.
+    size_t host_bytes() const { return zero_copy != 0 ? 2 * chunk + 64 : chunk + 64; }
 };
 
 StagingConfig g_config;
@@ -87,6 +90,7 @@ void read_config()
     if (c.first > c.chunk) c.first = c.chunk;
     c.stream_out = env_long("GPUAES_COPY_STREAM", c.stream_out ? 1 : 0, 0, 1) != 0;
     c.trace_job = env_long("GPUAES_STAGING_TRACE", 0, 0, 1L << 30);
+    c.zero_copy = (size_t)env_long("GPUAES_STAGING_ZEROCOPY", (long)c.zero_copy, 0, (long)kMaxChunk);
     g_config = c;
 }
 
@@ -154,6 +158,7 @@ size_t chunk_len(size_t i, size_t rem, size_t first, size_t cap)
 struct Lane {
     cudaStream_t stream = nullptr;
     unsigned char *host = nullptr; // pinned, host_bytes(): input, then the chunk's output (+ GHASH)
+    unsigned char *host_dev = nullptr; // the same memory as the device sees it (mapped)
     void *din = nullptr;           // device input, chunk bytes
     void *dout = nullptr;          // device output (separate: CBC/CFB read in[j-1])
     G128 *dgh = nullptr;           // device GHASH scratch, kGhashBytes
@@ -285,6 +290,7 @@ class Pipeline {
         stream_out_ = cf.stream_out;
         nlanes_ = slot->nlanes;
         first_ = cf.first;
+        zero_copy_ = cf.zero_copy;
         fault_ = gpu_fault();
         // An injected fault hits the 2nd chunk of a job of 3 or more chunks
         // (more than 4 first chunks' worth), so that a partial prefix comes
@@ -355,6 +361,7 @@ class Pipeline {
     // What a lane holds for its chunk while it is in flight.
     struct Flight {
         size_t off = 0, n = 0;           // the chunk: in[off .. off + n)
+        const unsigned char *result = nullptr; // pinned: where the GPU stage leaves its output
         CopyTask copy;                   // copy-in, then copy-out
         G128 h_pow_n{};                  // GCM: H^(n/16), to append this chunk's GHASH
         unsigned char last_in[16] = {0}; // last input (ciphertext) block of the chunk
@@ -453,7 +460,7 @@ class Pipeline {
             secure_wipe(&sc, sizeof sc);
         }
         // Urgent: the lane is free only once its copy-out is done.
-        copy_start(&f.copy, job_->out + off_of(i), lane_of(i).host, len_of(i),
+        copy_start(&f.copy, job_->out + off_of(i), f.result, len_of(i),
                    kCopyUrgent | (stream_out_ ? kCopyStream : 0));
         ++out_;
         return true;
@@ -520,6 +527,27 @@ class Pipeline {
         // (and whatever out[] == in[] receives meanwhile).
         std::memcpy(f.last_in, l.host + n - 16, 16);
         std::memcpy(chain_, f.last_in, 16);
+        f.result = l.host;
+
+        // Zero-copy: for small chunks of the modes whose blocks are
+        // independent (ECB, CTR; not GCM, whose GHASH wants the data in
+        // device memory), the kernel reads the pinned input and writes the
+        // pinned output itself over PCIe: one launch instead of H2D, launch
+        // and D2H, and no DMA start-up latency twice.
+        if (zero_copy_ok(n)) {
+            if (fault_ != Fault::none && fault_ != Fault::sync && fault_ != Fault::alloc && i == fault_chunk_) {
+                fail_injected("launch", "cudaLaunchKernel");
+                return false;
+            }
+            const cudaError_t ez = launch_kernel(kmode_, job_->key->rounds, params_, l.host_dev,
+                                                 l.host_dev + cap_ + 64, (uint32_t)(n / 16), l.stream);
+            if (ez != cudaSuccess) {
+                fail("launch", "cudaLaunchKernel", ez);
+                return false;
+            }
+            f.result = l.host + cap_ + 64;
+            return true;
+        }
 
         if (fault_ == Fault::copyin && i == fault_chunk_) {
             fail_injected("copyin", "cudaMemcpyAsync");
@@ -559,6 +587,12 @@ class Pipeline {
             return false;
         }
         return true;
+    }
+
+    bool zero_copy_ok(size_t n) const
+    {
+        return n <= zero_copy_ && gh_ == GhashOver::none &&
+               (kmode_ == KM_ECB_ENC || kmode_ == KM_ECB_DEC || kmode_ == KM_CTR128 || kmode_ == KM_CTR32);
     }
 
     // GCM: the chunk's GHASH kernels on its stream, after the CTR kernel
@@ -611,6 +645,7 @@ class Pipeline {
     int nlanes_ = 0;
     size_t cap_ = 0;      // bytes per lane buffer: the largest chunk
     size_t first_ = 0;    // the first chunk's length (chunk_len)
+    size_t zero_copy_ = 0; // chunks up to this long run zero-copy (stage_gpu)
     size_t next_off_ = 0; // where the next chunk begins
     bool stream_out_ = true;
     Fault fault_;
@@ -646,7 +681,8 @@ bool create_slot(Slot *s, gpuaes_job *job)
     for (int k = 0; k < cf.lanes; ++k) {
         Lane &l = s->lane[k];
         if ((e = cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking)) != cudaSuccess) { call = "cudaStreamCreateWithFlags"; l.stream = nullptr; break; }
-        if ((e = cudaHostAlloc((void **)&l.host, cf.host_bytes(), cudaHostAllocDefault)) != cudaSuccess) { call = "cudaHostAlloc"; l.host = nullptr; break; }
+        if ((e = cudaHostAlloc((void **)&l.host, cf.host_bytes(), cudaHostAllocMapped)) != cudaSuccess) { call = "cudaHostAlloc"; l.host = nullptr; break; }
+        if ((e = cudaHostGetDevicePointer((void **)&l.host_dev, l.host, 0)) != cudaSuccess) { call = "cudaHostGetDevicePointer"; break; }
         if ((e = cudaMalloc(&l.din, cf.chunk)) != cudaSuccess) { call = "cudaMalloc"; l.din = nullptr; break; }
         if ((e = cudaMalloc(&l.dout, cf.chunk)) != cudaSuccess) { call = "cudaMalloc"; l.dout = nullptr; break; }
         if ((e = cudaMalloc((void **)&l.dgh, kGhashBytes)) != cudaSuccess) { call = "cudaMalloc"; l.dgh = nullptr; break; }
