@@ -1,11 +1,17 @@
 // test_ghash_math.cpp - host-only check of the GPU GHASH (cuda/ghash.cuh):
 // the kernels' device functions compiled for the CPU, run as the kernels run
-// them (thread Horner, in-block tree, final tree, chunk append), against
+// them (lane Horner with H^32 two blocks per reduction, lane powers, warp
+// XOR, warp powers, the final kernel's powers and combine, chunk append),
+// against
 //  - a plain Horner GHASH with the provider's gf128_mul (gcm_math.c), and
 //  - OpenSSL: GHASH_seg * H = tag' ^ E0 ^ L' * H, where tag' is AES-GCM's tag
 //    with the all-zero 96-bit IV over the blocks fed as AAD (the relation
 //    cipher_gcm.c folds segments with).
-// Random keys (H = E_K(0)), 1..5000 blocks, several thread/m shapes.
+// The multiply itself (integer multiplies with holes, Karatsuba, reduction)
+// against gf128_mul on random and on extreme operands (all ones: the most set
+// bit-pairs per column; single bits: every reduction path), the unreduced
+// sums, the powers, and the plan for every length class.
+// Random keys (H = E_K(0)), 1..5000 blocks, several warp/k shapes.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,11 +42,14 @@ int failures = 0;
         }                                                                                                            \
     } while (0)
 
-// The kernels' work on the CPU: ghash_partial_kernel for every CUDA block,
-// then ghash_final_kernel, in the same order and with the same formulas.
-G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t threads, uint32_t m_min)
+// The kernels' work on the CPU: ghash_partial_kernel for every CUDA block
+// (lane Horner, lane powers, warp XOR, warp powers; the extra block's final
+// powers), then ghash_final_kernel, with the same functions and formulas.
+// `warps` data warps per CUDA block (the kernel has kGhashWarps), at least
+// k_min blocks per lane.
+G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t warps, uint32_t k_min)
 {
-    const GhashPlan pl = ghash_plan(nb, threads, m_min);
+    const GhashPlan pl = ghash_plan(nb, warps, k_min);
     GParams p{};
     G128 pw[kGhashMaxLevels + 1];
     ghash_powers(pw, h, pl.m, pl.levels);
@@ -49,34 +58,71 @@ G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t
     p.m = pl.m;
     p.pad = pl.pad;
     p.nb = nb;
-    CHECK((uint64_t)pl.threads * pl.blocks * pl.m == (uint64_t)nb + pl.pad && pl.pad < (uint64_t)pl.threads * pl.blocks * pl.m,
+    const uint32_t k = pl.per_lane;
+    int log2k = 0;
+    while ((1u << log2k) < k) ++log2k;
+    CHECK(pl.m == 1 && pl.threads == 32 * warps && (uint64_t)pl.threads * k * pl.blocks == (uint64_t)nb + pl.pad &&
+              ((uint64_t)1 << pl.levels) == (uint64_t)nb + pl.pad && ((uint64_t)1 << pl.block_levels) == (uint64_t)pl.threads * k &&
+              k >= k_min && (k & (k - 1)) == 0 && pl.levels >= 8,
           "plan shape nb=%u", nb);
-    CHECK(pl.blocks <= kGhashMaxFinal && (pl.blocks & (pl.blocks - 1)) == 0, "plan blocks %u", pl.blocks);
+    CHECK(pl.blocks >= 1 && pl.blocks <= kGhashMaxPartials && (pl.blocks & (pl.blocks - 1)) == 0, "plan blocks %u",
+          pl.blocks);
     // The kernel loads through a uint32_t view (4 little-endian words a block).
     std::vector<uint32_t> raw((size_t)nb * 4 + 4);
     std::memcpy(raw.data(), data, (size_t)nb * 16);
 
+    GSplit h32, h64;
+    g_split(p.pw[5], h32);
+    g_split(p.pw[6], h64);
     std::vector<G128> partials(pl.blocks);
-    std::vector<G128> s(pl.threads);
     for (uint32_t b = 0; b < pl.blocks; ++b) {
-        for (uint32_t tid = 0; tid < pl.threads; ++tid)
-            s[tid] = ghash_thread(p, raw.data(), (uint64_t)b * pl.threads + tid);
-        int L = 0;
-        for (uint32_t stride = 1; stride < pl.threads; stride <<= 1, ++L)
-            for (uint32_t tid = 0; tid < pl.threads; ++tid)
-                if ((tid & (2 * stride - 1)) == 0) s[tid] = ghash_combine(s[tid], p.pw[L], s[tid + stride]);
-        partials[b] = s[0];
+        const uint64_t seg = (uint64_t)b << pl.block_levels;
+        if (seg + ((uint64_t)1 << pl.block_levels) <= p.pad) {
+            partials[b] = g128_zero();
+            continue;
+        }
+        G128 part = g128_zero();
+        for (uint32_t w = 0; w < warps; ++w) {
+            G128 sw = g128_zero();
+            for (uint32_t l = 0; l < 32; ++l) {
+                // lane_horner
+                const uint64_t q0 = seg + ((uint64_t)w << (5 + log2k)) + l;
+                G128 x;
+                if (k == 1) {
+                    x = ghash_block(p, raw.data(), q0);
+                } else {
+                    x = ghash_first2(ghash_block(p, raw.data(), q0), ghash_block(p, raw.data(), q0 + 32), h32);
+                    for (uint32_t j = 2; j < k; j += 2)
+                        x = ghash_step2(x, ghash_block(p, raw.data(), q0 + 32 * (uint64_t)j),
+                                        ghash_block(p, raw.data(), q0 + 32 * (uint64_t)(j + 1)), h32, h64);
+                }
+                sw = g128_xor(sw, gf_mul(x, ghash_lane_power(p, pl.levels, l)));
+            }
+            part = g128_xor(part, gf_mul(sw, ghash_warp_power(p, pl.levels, log2k, warps, w)));
+        }
+        partials[b] = part;
     }
-    int L = pl.block_levels;
-    for (uint32_t stride = 1; stride < pl.blocks; stride <<= 1, ++L)
-        for (uint32_t tid = 0; tid < pl.blocks; ++tid)
-            if ((tid & (2 * stride - 1)) == 0) partials[tid] = ghash_combine(partials[tid], p.pw[L], partials[tid + stride]);
+    // ghash_final_kernel, with the extra block's powers.
+    G128 tab[64];
+    for (uint32_t t = 0; t < 64; ++t) tab[t] = ghash_final_power(p, pl.levels, pl.block_levels, t);
+    const uint32_t B = pl.blocks;
+    G128 r = g128_zero();
+    if (B <= 32) {
+        for (uint32_t t = 0; t < B; ++t) r = g128_xor(r, gf_mul(partials[t], tab[B - 1 - t]));
+    } else {
+        const uint32_t nw = B / 32;
+        for (uint32_t w = 0; w < nw; ++w) {
+            G128 y = g128_zero();
+            for (uint32_t l = 0; l < 32; ++l) y = g128_xor(y, gf_mul(partials[32 * w + l], tab[31 - l]));
+            r = g128_xor(r, gf_mul(y, tab[32 + nw - 1 - w]));
+        }
+    }
     // staging.cu's power for the host append: pw[levels] when there is no pad.
     if (pl.pad == 0) {
-        const G128 a = pw[pl.levels], b = gf_pow(h, nb);
-        CHECK(std::memcmp(&a, &b, sizeof a) == 0, "pw[levels] != H^nb, nb=%u", nb);
+        const G128 a = pw[pl.levels], bb = gf_pow(h, nb);
+        CHECK(std::memcmp(&a, &bb, sizeof a) == 0, "pw[levels] != H^nb, nb=%u", nb);
     }
-    return partials[0];
+    return r;
 }
 
 // Plain Horner with the provider's (independent, 64-bit) gf128_mul.
@@ -124,7 +170,9 @@ uint32_t rnd32()
 
 int main()
 {
-    static const uint32_t shapes[][2] = {{kGhashThreads, kGhashM}, {32, 1}, {64, 3}, {2, 5}, {1, 1}, {128, 16}};
+    // {data warps per CUDA block, minimum blocks per lane}: the kernel's shape
+    // and smaller ones (more CUDA blocks, more padding, B > 32 at small nb).
+    static const uint32_t shapes[][2] = {{kGhashWarps, 1}, {1, 1}, {2, 2}, {1, 4}, {4, 8}};
     const uint32_t maxnb = 5000;
     std::vector<unsigned char> data(maxnb * 16);
     int cases = 0;
@@ -143,6 +191,81 @@ int main()
         g128_to_bytes(gf_mul(g128_from_bytes(a), one), r2);
         CHECK(std::memcmp(a, r2, 16) == 0, "x * 1 != x");
     }
+
+    // Extreme operands: zero, one, all ones (each 32 x 32 product then has 8
+    // set bit-pairs in its middle columns, the most the holes must hold),
+    // single bits x^i (every shift and fold of the reduction), and words of
+    // all ones next to zeros.
+    {
+        std::vector<G128> special;
+        special.push_back(g128_zero());
+        special.push_back(g128_one());
+        special.push_back(G128{{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}});
+        for (int w = 0; w < 4; ++w) {
+            G128 g = g128_zero();
+            g.w[w] = 0xffffffffu;
+            special.push_back(g);
+            g.w[w] = 0x88888888u;
+            special.push_back(g);
+        }
+        for (int i = 0; i < 128; ++i) {
+            G128 g = g128_zero();
+            g.w[i / 32] = 0x80000000u >> (i % 32);
+            special.push_back(g);
+        }
+        for (const G128 &a : special)
+            for (const G128 &b : special) {
+                unsigned char ab[16], bb[16], r2[16];
+                g128_to_bytes(a, ab);
+                g128_to_bytes(b, bb);
+                gf128_mul(ab, bb);
+                g128_to_bytes(gf_mul(a, b), r2);
+                CHECK(std::memcmp(ab, r2, 16) == 0, "gf_mul != gf128_mul on extreme operands");
+            }
+        cases += (int)(special.size() * special.size());
+    }
+
+    // Unreduced sums reduce to the sum of the products (ghash_step2's
+    // aggregation), and step2/first2 are the two-block Horner they claim.
+    for (int i = 0; i < 500; ++i) {
+        unsigned char buf[5][16];
+        for (auto &b : buf) RAND_bytes(b, 16);
+        const G128 x = g128_from_bytes(buf[0]), c0 = g128_from_bytes(buf[1]), c1 = g128_from_bytes(buf[2]),
+                   h = g128_from_bytes(buf[3]);
+        const G128 h32 = gf_pow(h, 32), h64 = gf_pow(h, 64);
+        GSplit s32, s64;
+        g_split(h32, s32);
+        g_split(h64, s64);
+        const G128 want = g128_xor(g128_xor(gf_mul(x, h64), gf_mul(c0, h32)), c1);
+        const G128 got = ghash_step2(x, c0, c1, s32, s64);
+        CHECK(std::memcmp(&want, &got, sizeof want) == 0, "ghash_step2");
+        const G128 want1 = g128_xor(gf_mul(c0, h32), c1), got1 = ghash_first2(c0, c1, s32);
+        CHECK(std::memcmp(&want1, &got1, sizeof want1) == 0, "ghash_first2");
+        // g_pow_bits: H^(e * 2^base) from pw[L] = H^(2^L).
+        G128 pw[kGhashMaxLevels + 1];
+        const int levels = 8 + (int)(rnd32() % 12);
+        ghash_powers(pw, h, 1, levels);
+        const int base = (int)(rnd32() % (uint32_t)(levels - 4)), nbits = 1 + (int)(rnd32() % 5);
+        uint32_t e = rnd32() & ((1u << nbits) - 1);
+        while (base + 32 - __builtin_clz(e | 1) > levels) e >>= 1; // its factors exist
+        const G128 pe = g_pow_bits(pw, base, levels, e, nbits), pr = gf_pow(h, (uint64_t)e << base);
+        CHECK(std::memcmp(&pe, &pr, sizeof pe) == 0, "g_pow_bits e=%u base=%d nbits=%d", e, base, nbits);
+        cases += 3;
+    }
+
+    // The plan, for lengths of every size class up to 2^31.
+    for (int b = 0; b <= 31; ++b)
+        for (uint32_t n : {1u << b, (1u << b) - 1, (1u << b) + 1, (1u << b) + (rnd32() & ((1u << b) - 1))}) {
+            if (n == 0) continue;
+            const GhashPlan pl = ghash_plan(n);
+            const uint64_t N = (uint64_t)n + pl.pad;
+            CHECK(pl.m == 1 && pl.threads == kGhashThreads && N == ((uint64_t)1 << pl.levels) && N / 2 < n + 256ull &&
+                      pl.blocks >= 1 && pl.blocks <= kGhashMaxPartials && (pl.blocks & (pl.blocks - 1)) == 0 &&
+                      (uint64_t)pl.threads * pl.per_lane * pl.blocks == N && pl.levels >= 8 &&
+                      ((uint64_t)1 << pl.block_levels) == (uint64_t)pl.threads * pl.per_lane,
+                  "plan n=%u", n);
+            ++cases;
+        }
 
     for (uint32_t nb = 1; nb <= maxnb; nb += (nb < 300 ? 1 : 1 + rnd32() % 97)) {
         unsigned char key[32], zero[16] = {0}, hb[16], e0[16], j0[16] = {0}, tag[16], l[16], ref[16] = {0};
@@ -165,7 +288,6 @@ int main()
         CHECK(std::memcmp(lhs, tag, 16) == 0, "horner vs OpenSSL, nb=%u", nb);
 
         for (const auto &sh : shapes) {
-            if (sh[0] == 1 && nb > 600) continue; // one thread per block: slow final tree, covered below 600
             unsigned char got[16];
             g128_to_bytes(sim_kernels(h, data.data(), nb, sh[0], sh[1]), got);
             CHECK(std::memcmp(got, ref, 16) == 0, "kernel sim nb=%u threads=%u m=%u", nb, sh[0], sh[1]);
@@ -177,7 +299,7 @@ int main()
         for (uint32_t off = 0; off < nb;) {
             uint32_t n = 1 + rnd32() % (nb - off);
             if (rnd32() % 3 == 0) n = nb - off;
-            s = ghash_append(s, gf_pow(h, n), sim_kernels(h, data.data() + (size_t)off * 16, n, kGhashThreads, kGhashM));
+            s = ghash_append(s, gf_pow(h, n), sim_kernels(h, data.data() + (size_t)off * 16, n, kGhashWarps, 1));
             off += n;
         }
         unsigned char got[16];
@@ -190,7 +312,8 @@ int main()
     // plus one full run (the tree is what differs from the small sizes).
     for (uint32_t nb : {1u << 19, (1u << 19) - 3, 1u << 21, (1u << 21) + 1, (1u << 24) + 7}) {
         const GhashPlan pl = ghash_plan(nb);
-        CHECK(pl.blocks <= kGhashMaxFinal && (uint64_t)pl.threads * pl.blocks * pl.m >= nb && pl.levels < kGhashMaxLevels,
+        CHECK(pl.blocks <= kGhashMaxPartials && (uint64_t)pl.threads * pl.blocks * pl.per_lane == (uint64_t)nb + pl.pad &&
+                  pl.levels < kGhashMaxLevels && pl.threads == kGhashThreads,
               "plan nb=%u", nb);
     }
     {
@@ -200,7 +323,7 @@ int main()
         RAND_bytes(big.data(), (int)big.size());
         RAND_bytes(hb, 16);
         horner(ref, hb, big.data(), nb);
-        g128_to_bytes(sim_kernels(g128_from_bytes(hb), big.data(), nb, kGhashThreads, kGhashM), got);
+        g128_to_bytes(sim_kernels(g128_from_bytes(hb), big.data(), nb, kGhashWarps, 1), got);
         CHECK(std::memcmp(got, ref, 16) == 0, "kernel sim nb=%u", nb);
         ++cases;
     }
