@@ -336,14 +336,23 @@ struct Chunks {
     uint32_t nb(size_t i) const { return (uint32_t)std::min(per, nblocks - i * per); }
 };
 
-// GHASH of every chunk of `data` (device) on stream 0, one result per chunk
-// in outs[i]; scratch: kGhashScratch bytes, shared by the chunks (one stream).
+// Streams the chunks go to: chunk i on lane i % n, each lane with its own
+// GHASH scratch (as staging.cu's lanes).  One lane = the legacy stream 0;
+// several = blocking streams, so that events on stream 0 bracket them all.
+struct Lanes {
+    int n = 1;
+    cudaStream_t s[8] = {};
+    gpuaes::G128 *scratch[8] = {};
+};
+
+// GHASH of every chunk of `data` (device), one result per chunk in outs[i].
 cudaError_t enqueue_ghash_chunks(const Chunks &ch, const GhashChunk &full, const GhashChunk &last,
-                                 const unsigned char *data, gpuaes::G128 *scratch, gpuaes::G128 *outs)
+                                 const unsigned char *data, const Lanes &ln, gpuaes::G128 *outs)
 {
     for (size_t i = 0; i < ch.count; ++i) {
         const GhashChunk &g = i + 1 == ch.count ? last : full;
-        cudaError_t e = gpuaes::launch_ghash(g.gp, g.pl, data + i * ch.per * 16, scratch, outs + i, 0);
+        const int l = (int)(i % (size_t)ln.n);
+        cudaError_t e = gpuaes::launch_ghash(g.gp, g.pl, data + i * ch.per * 16, ln.scratch[l], outs + i, ln.s[l]);
         if (e != cudaSuccess) return e;
     }
     return cudaSuccess;
@@ -353,15 +362,16 @@ cudaError_t enqueue_ghash_chunks(const Chunks &ch, const GhashChunk &full, const
 // then GHASH of that chunk of dout.  kp[i]: the chunk's counter.
 cudaError_t enqueue_gcm_chunks(const Chunks &ch, int rounds, const std::vector<gpuaes::KParams> &kp,
                                const GhashChunk &full, const GhashChunk &last, const unsigned char *din,
-                               unsigned char *dout, gpuaes::G128 *scratch, gpuaes::G128 *outs, bool ghash)
+                               unsigned char *dout, const Lanes &ln, gpuaes::G128 *outs, bool ghash)
 {
     for (size_t i = 0; i < ch.count; ++i) {
         const size_t off = i * ch.per * 16;
+        const int l = (int)(i % (size_t)ln.n);
         cudaError_t e =
-            gpuaes::launch_kernel(gpuaes::KM_CTR32, rounds, kp[i], din + off, dout + off, ch.nb(i), 0);
+            gpuaes::launch_kernel(gpuaes::KM_CTR32, rounds, kp[i], din + off, dout + off, ch.nb(i), ln.s[l]);
         if (e == cudaSuccess && ghash) {
             const GhashChunk &g = i + 1 == ch.count ? last : full;
-            e = gpuaes::launch_ghash(g.gp, g.pl, dout + off, scratch, outs + i, 0);
+            e = gpuaes::launch_ghash(g.gp, g.pl, dout + off, ln.scratch[l], outs + i, ln.s[l]);
         }
         if (e != cudaSuccess) return e;
     }
@@ -420,11 +430,13 @@ long parse_long(const char *opt, const char *s, long lo, long hi)
 void usage()
 {
     std::puts("usage: kernel_bench [--csv FILE] [--mib N (default 1024)] [--launches N (default 30)]\n"
-              "                    [--chunk-kib N (default 8192)] [--gcm-only] [--device N] [--name]\n"
+              "                    [--chunk-kib N (default 8192)] [--streams N (default 1)] [--gcm-only]\n"
+              "                    [--device N] [--name]\n"
               "  --csv FILE     append rows (path 'kernel') to FILE; header written if FILE is new or empty\n"
               "  --mib N        input and output buffer size in MiB (each; reduced to fit the GPU's free memory)\n"
               "  --launches N   timed launches per kernel (median reported), after 3 warm-up launches\n"
               "  --chunk-kib N  staging chunk of the GCM/GHASH rows (a multiple of 16 bytes)\n"
+              "  --streams N    GCM/GHASH rows: chunk i on stream i % N (staging.cu's lanes), each its own scratch\n"
               "  --gcm-only     only the GCM, GHASH and per-chunk CTR32 rows\n"
               "  --name         print the GPU's name and exit");
 }
@@ -434,7 +446,7 @@ void usage()
 int main(int argc, char **argv)
 {
     const char *csv_path = nullptr;
-    long mib = 1024, launches = 30, device = 0, chunk_kib = 8192;
+    long mib = 1024, launches = 30, device = 0, chunk_kib = 8192, streams = 1;
     bool name_only = false, gcm_only = false;
 
     for (int i = 1; i < argc; ++i) {
@@ -448,6 +460,8 @@ int main(int argc, char **argv)
             gcm_only = true;
         } else if (i + 1 < argc && !std::strcmp(a, "--chunk-kib")) {
             chunk_kib = parse_long(a, argv[++i], 1, 1 << 21);
+        } else if (i + 1 < argc && !std::strcmp(a, "--streams")) {
+            streams = parse_long(a, argv[++i], 1, 8);
         } else if (i + 1 < argc && !std::strcmp(a, "--csv")) {
             csv_path = argv[++i];
         } else if (i + 1 < argc && !std::strcmp(a, "--mib")) {
@@ -601,17 +615,28 @@ int main(int argc, char **argv)
                     ctr32_add(c, (uint32_t)(i * ch.per));
                     kp[i] = make_params(k, gpuaes::KM_CTR32, c, prev);
                 }
-                gpuaes::G128 *scratch = nullptr, *outs = nullptr;
-                CK(cudaMalloc(reinterpret_cast<void **>(&scratch), gpuaes::kGhashScratch));
+                gpuaes::G128 *outs = nullptr;
+                Lanes ln;
+                ln.n = (int)streams;
+                for (int l = 0; l < ln.n; ++l) {
+                    if (ln.n > 1) CK(cudaStreamCreate(&ln.s[l]));
+                    CK(cudaMalloc(reinterpret_cast<void **>(&ln.scratch[l]), gpuaes::kGhashScratch));
+                }
                 CK(cudaMalloc(reinterpret_cast<void **>(&outs), ch.count * sizeof(gpuaes::G128)));
                 const unsigned char *cin = static_cast<const unsigned char *>(din);
                 unsigned char *cout = static_cast<unsigned char *>(dout);
-                char chunk_label[32];
+                char chunk_label[48];
                 if (chunk_kib % 1024 == 0) std::snprintf(chunk_label, sizeof chunk_label, "%ld MiB", chunk_kib / 1024);
                 else std::snprintf(chunk_label, sizeof chunk_label, "%ld KiB", chunk_kib);
+                if (streams > 1) {
+                    const size_t len = std::strlen(chunk_label);
+                    std::snprintf(chunk_label + len, sizeof chunk_label - len, " chunks/%ld streams", streams);
+                } else {
+                    std::strncat(chunk_label, " chunks", sizeof chunk_label - std::strlen(chunk_label) - 1);
+                }
 
                 const Timing tg = time_launches(
-                    [&] { return enqueue_gcm_chunks(ch, rounds, kp, gfull, glast, cin, cout, scratch, outs, true); },
+                    [&] { return enqueue_gcm_chunks(ch, rounds, kp, gfull, glast, cin, cout, ln, outs, true); },
                     3, (int)launches);
                 // Check the GCM sequence's first and last chunk: CTR32 output
                 // hashed on the host.
@@ -628,11 +653,14 @@ int main(int argc, char **argv)
                     if (std::memcmp(gb, ref, 16) != 0) gcm_ok = false;
                 }
                 const Timing th = time_launches(
-                    [&] { return enqueue_ghash_chunks(ch, gfull, glast, cout, scratch, outs); }, 3, (int)launches);
+                    [&] { return enqueue_ghash_chunks(ch, gfull, glast, cout, ln, outs); }, 3, (int)launches);
                 const Timing tc = time_launches(
-                    [&] { return enqueue_gcm_chunks(ch, rounds, kp, gfull, glast, cin, cout, scratch, outs, false); },
+                    [&] { return enqueue_gcm_chunks(ch, rounds, kp, gfull, glast, cin, cout, ln, outs, false); },
                     3, (int)launches);
-                CK(cudaFree(scratch));
+                for (int l = 0; l < ln.n; ++l) {
+                    CK(cudaFree(ln.scratch[l]));
+                    if (ln.n > 1) CK(cudaStreamDestroy(ln.s[l]));
+                }
                 CK(cudaFree(outs));
                 struct Row {
                     const char *what;
@@ -646,7 +674,7 @@ int main(int argc, char **argv)
                                     {"CTR32 alone", tc, nullptr, {nullptr, nullptr}, 0}};
                 for (const Row &r : rows) {
                     char label[96];
-                    std::snprintf(label, sizeof label, "AES-%d %s, %s chunks", keylen * 8, r.what, chunk_label);
+                    std::snprintf(label, sizeof label, "AES-%d %s, %s", keylen * 8, r.what, chunk_label);
                     const double gbps = bytes / (r.t.med_ms * 1e-3) / 1e9;
                     if (&r.t == &tg && !gcm_ok) {
                         std::printf("%-40s GHASH OF THE GCM SEQUENCE WRONG: not reported\n", label);

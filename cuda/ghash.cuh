@@ -320,48 +320,100 @@ GPUAES_HD G128 ghash_first2(const G128 &c0, const G128 &c1, const Y &h32)
     return g128_xor(g_reduce(a), c1);
 }
 
-// The product of the factors pw[base + i] over the set bits i < nbits (<= 5)
-// of e: H^(e * 2^base) when pw[L] = H^(2^L).  Factors at or beyond `levels`
-// (not passed to the kernel) count as 1; the callers only use exponents whose
-// factors are below it.  e, base, nbits and levels are public: the bits pick
-// factors by select, and the multiplies always run (a balanced tree, depth 3).
-GPUAES_HD G128 g_pow_bits(const G128 *pw, int base, int levels, uint32_t e, int nbits)
+// Four blocks with one reduction: x*H^128 ^ c0*H^96 ^ c1*H^64 ^ c2*H^32 ^ c3.
+template <class Y>
+GPUAES_HD G128 ghash_step4(const G128 &x, const G128 c[4], const Y &h32, const Y &h64, const Y &h96, const Y &h128)
 {
-    G128 f[5];
-    for (int i = 0; i < 5; ++i) {
-        const int L = base + i < kGhashMaxLevels ? base + i : kGhashMaxLevels - 1;
-        f[i] = g128_sel(i < nbits && ((e >> i) & 1) && base + i < levels, pw[L], g128_one());
-    }
-    if (nbits <= 1) return f[0];
-    G128 a = gf_mul(f[0], f[1]);
-    if (nbits == 2) return a;
-    if (nbits == 3) return gf_mul(a, f[2]);
-    a = gf_mul(a, gf_mul(f[2], f[3]));
-    return nbits == 4 ? a : gf_mul(a, f[4]);
+    GAcc a;
+    g_acc_zero(a);
+    g_mul_acc(a, x, h128);
+    g_mul_acc(a, c[0], h96);
+    g_mul_acc(a, c[1], h64);
+    g_mul_acc(a, c[2], h32);
+    return g128_xor(g_reduce(a), c[3]);
 }
 
-// Lane l's power: H^(32 - l) (l = 0: H^32 = pw[5]).
-GPUAES_HD G128 ghash_lane_power(const GParams &p, int levels, uint32_t lane)
+// The first four blocks (x = 0).
+template <class Y>
+GPUAES_HD G128 ghash_first4(const G128 c[4], const Y &h32, const Y &h64, const Y &h96)
 {
-    return lane == 0 ? p.pw[5] : g_pow_bits(p.pw, 0, levels, 32 - lane, 5);
+    GAcc a;
+    g_acc_zero(a);
+    g_mul_acc(a, c[0], h96);
+    g_mul_acc(a, c[1], h64);
+    g_mul_acc(a, c[2], h32);
+    return g128_xor(g_reduce(a), c[3]);
 }
 
-// Warp w's power in its CUDA block: H^(32k(W-1-w)), W = warps (a power of
-// two <= 32), k = 2^log2k.
-GPUAES_HD G128 ghash_warp_power(const GParams &p, int levels, int log2k, uint32_t warps, uint32_t w)
+// ---- powers of H for the combine ---------------------------------------------
+//
+// All are products of the pw[L] = H^(2^L) with public exponents, built in
+// rounds of independent multiplies so that a warp computes a whole table in
+// three multiplies per lane (the kernels give each lane one product per round;
+// the host test runs the same functions in loops).  pw[L] at or beyond
+// `levels` is not passed to the kernel and reads as 1; callers only use
+// entries whose factors lie below it.
+
+GPUAES_HD G128 g_pw(const G128 *pw, int L, int levels)
 {
-    int wbits = 0;
-    while ((1u << wbits) < warps) ++wbits;
-    return g_pow_bits(p.pw, 5 + log2k, levels, warps - 1 - w, wbits);
+    return g128_sel(L < levels, pw[L < kGhashMaxLevels ? L : kGhashMaxLevels - 1], g128_one());
 }
 
-// The final kernel's powers (S = 2^block_levels blocks per CUDA block):
-// t < 32: H^(S*t); t >= 32: H^(32*S*(t-32)).
-GPUAES_HD G128 ghash_final_power(const GParams &p, int levels, int block_levels, uint32_t t)
+// A 32-entry table T[e] = Q^e (e < 32) of Q = pw[base]:
+//   round 1: R1 = {Q^3 = Q*Q^2, Q^12 = Q^4*Q^8, Q^20 = Q^4*Q^16, Q^24 = Q^8*Q^16}
+//   round 2: Q^28 = Q^12*Q^16
+//   round 3: T[4a + b] = Q^(4a) * Q^b.
+// Each function gives the two operands of its multiply.
+GPUAES_HD void gpow32_r1(const G128 *pw, int base, int levels, uint32_t i, G128 &a, G128 &b)
 {
-    return t < 32 ? g_pow_bits(p.pw, block_levels, levels, t, 5)
-                  : g_pow_bits(p.pw, block_levels + 5, levels, t - 32, 5);
+    const int la = i == 0 ? 0 : i == 3 ? 3 : 2, lb = i == 0 ? 1 : i == 1 ? 3 : 4;
+    a = g_pw(pw, base + la, levels);
+    b = g_pw(pw, base + lb, levels);
 }
+
+GPUAES_HD void gpow32_r2(const G128 *pw, int base, int levels, const G128 r1[4], G128 &a, G128 &b)
+{
+    a = r1[1];
+    b = g_pw(pw, base + 4, levels);
+}
+
+GPUAES_HD void gpow32_r3(const G128 *pw, int base, int levels, const G128 r1[4], const G128 &q28, uint32_t e,
+                         G128 &a, G128 &b)
+{
+    const uint32_t hi = (e >> 2) & 7, lo = e & 3;
+    // Q^(4 hi): 1, Q^4, Q^8, Q^12, Q^16, Q^20, Q^24, Q^28
+    a = hi == 0 ? g128_one() : hi == 1 ? g_pw(pw, base + 2, levels) : hi == 2 ? g_pw(pw, base + 3, levels)
+      : hi == 3 ? r1[1] : hi == 4 ? g_pw(pw, base + 4, levels) : hi == 5 ? r1[2] : hi == 6 ? r1[3] : q28;
+    // Q^lo: 1, Q, Q^2, Q^3
+    b = lo == 0 ? g128_one() : lo == 1 ? g_pw(pw, base, levels) : lo == 2 ? g_pw(pw, base + 1, levels) : r1[0];
+}
+
+// An 8-entry table t[e] = q^e (e < 8) of q = pw[base], with no third round:
+//   round 1: r1 = {q^3 = q*q^2, q^5 = q*q^4, q^6 = q^2*q^4}
+//   round 2: q^7 = q^3*q^4
+GPUAES_HD void gpow8_r1(const G128 *pw, int base, int levels, uint32_t i, G128 &a, G128 &b)
+{
+    a = g_pw(pw, base + (i == 2 ? 1 : 0), levels);
+    b = g_pw(pw, base + (i == 0 ? 1 : 2), levels);
+}
+
+GPUAES_HD void gpow8_r2(const G128 *pw, int base, int levels, const G128 r1[3], G128 &a, G128 &b)
+{
+    a = r1[0];
+    b = g_pw(pw, base + 2, levels);
+}
+
+GPUAES_HD G128 gpow8_entry(const G128 *pw, int base, int levels, const G128 r1[3], const G128 &q7, uint32_t e)
+{
+    return e == 0 ? g128_one() : e == 1 ? g_pw(pw, base, levels) : e == 2 ? g_pw(pw, base + 1, levels)
+         : e == 3 ? r1[0] : e == 4 ? g_pw(pw, base + 2, levels) : e == 5 ? r1[1] : e == 6 ? r1[2] : q7;
+}
+
+// What each power is (W data warps, k = 2^log2k blocks per lane, S = 2^block_levels):
+//   lane l's power H^(32 - l): l = 0: pw[5]; else the 32-table of H (base 0), e = 32 - l;
+//   warp w's power H^(32k(W-1-w)): the 8-table of H^(32k) (base 5 + log2k), e = W-1-w (W <= 8);
+//   the final kernel's H^(S t) (t < 32) and H^(32 S t): 32-tables of H^S and H^(32S)
+//   (bases block_levels and block_levels + 5).
 
 // ---- host-side helpers (also used by the host test) ----
 

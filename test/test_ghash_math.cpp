@@ -1,7 +1,8 @@
 // test_ghash_math.cpp - host-only check of the GPU GHASH (cuda/ghash.cuh):
 // the kernels' device functions compiled for the CPU, run as the kernels run
-// them (lane Horner with H^32 two blocks per reduction, lane powers, warp
-// XOR, warp powers, the final kernel's powers and combine, chunk append),
+// them (lane Horner with H^32, four blocks per reduction; the power tables'
+// rounds; lane powers, warp XOR, warp powers; the final kernel's powers and
+// combine; chunk append),
 // against
 //  - a plain Horner GHASH with the provider's gf128_mul (gcm_math.c), and
 //  - OpenSSL: GHASH_seg * H = tag' ^ E0 ^ L' * H, where tag' is AES-GCM's tag
@@ -71,40 +72,84 @@ G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t
     std::vector<uint32_t> raw((size_t)nb * 4 + 4);
     std::memcpy(raw.data(), data, (size_t)nb * 16);
 
-    GSplit h32, h64;
-    g_split(p.pw[5], h32);
-    g_split(p.pw[6], h64);
+    GSplit hs[4]; // H^32, H^64, H^96 (launch_ghash: pw[5] * pw[6]), H^128
+    g_split(p.pw[5], hs[0]);
+    g_split(p.pw[6], hs[1]);
+    g_split(gf_mul(p.pw[5], p.pw[6]), hs[2]);
+    g_split(p.pw[7], hs[3]);
+    // The power warp's tables: lane powers (32-table of H), warp powers
+    // (8-table of H^(32k)), rounds as the kernel runs them.
+    G128 a, b, r1[4], r8[3];
+    for (uint32_t i = 0; i < 4; ++i) {
+        gpow32_r1(p.pw, 0, pl.levels, i, a, b);
+        r1[i] = gf_mul(a, b);
+    }
+    const int wbase = 5 + log2k;
+    for (uint32_t i = 0; i < 3; ++i) {
+        gpow8_r1(p.pw, wbase, pl.levels, i, a, b);
+        r8[i] = gf_mul(a, b);
+    }
+    gpow32_r2(p.pw, 0, pl.levels, r1, a, b);
+    const G128 q28 = gf_mul(a, b);
+    gpow8_r2(p.pw, wbase, pl.levels, r8, a, b);
+    const G128 q7 = gf_mul(a, b);
+    G128 lanep[32], wpow[8];
+    for (uint32_t l = 0; l < 32; ++l) {
+        gpow32_r3(p.pw, 0, pl.levels, r1, q28, (32 - l) & 31, a, b);
+        lanep[l] = l == 0 ? p.pw[5] : gf_mul(a, b);
+    }
+    for (uint32_t w = 0; w < warps; ++w) wpow[w] = gpow8_entry(p.pw, wbase, pl.levels, r8, q7, warps - 1 - w);
+
     std::vector<G128> partials(pl.blocks);
-    for (uint32_t b = 0; b < pl.blocks; ++b) {
-        const uint64_t seg = (uint64_t)b << pl.block_levels;
+    for (uint32_t bi = 0; bi < pl.blocks; ++bi) {
+        const uint64_t seg = (uint64_t)bi << pl.block_levels;
         if (seg + ((uint64_t)1 << pl.block_levels) <= p.pad) {
-            partials[b] = g128_zero();
+            partials[bi] = g128_zero();
             continue;
         }
         G128 part = g128_zero();
         for (uint32_t w = 0; w < warps; ++w) {
             G128 sw = g128_zero();
             for (uint32_t l = 0; l < 32; ++l) {
-                // lane_horner
+                // lane_horner<4>
                 const uint64_t q0 = seg + ((uint64_t)w << (5 + log2k)) + l;
+                const auto blk = [&](uint32_t j) { return ghash_block(p, raw.data(), q0 + 32 * (uint64_t)j); };
                 G128 x;
                 if (k == 1) {
-                    x = ghash_block(p, raw.data(), q0);
+                    x = blk(0);
+                } else if (k == 2) {
+                    x = ghash_first2(blk(0), blk(1), hs[0]);
                 } else {
-                    x = ghash_first2(ghash_block(p, raw.data(), q0), ghash_block(p, raw.data(), q0 + 32), h32);
-                    for (uint32_t j = 2; j < k; j += 2)
-                        x = ghash_step2(x, ghash_block(p, raw.data(), q0 + 32 * (uint64_t)j),
-                                        ghash_block(p, raw.data(), q0 + 32 * (uint64_t)(j + 1)), h32, h64);
+                    G128 c[4] = {blk(0), blk(1), blk(2), blk(3)};
+                    x = ghash_first4(c, hs[0], hs[1], hs[2]);
+                    for (uint32_t j = 4; j < k; j += 4) {
+                        G128 d[4] = {blk(j), blk(j + 1), blk(j + 2), blk(j + 3)};
+                        x = ghash_step4(x, d, hs[0], hs[1], hs[2], hs[3]);
+                    }
                 }
-                sw = g128_xor(sw, gf_mul(x, ghash_lane_power(p, pl.levels, l)));
+                sw = g128_xor(sw, gf_mul(x, lanep[l]));
             }
-            part = g128_xor(part, gf_mul(sw, ghash_warp_power(p, pl.levels, log2k, warps, w)));
+            part = g128_xor(part, gf_mul(sw, wpow[w]));
         }
-        partials[b] = part;
+        partials[bi] = part;
     }
-    // ghash_final_kernel, with the extra block's powers.
+    // The extra block's powers (32-tables of H^S and H^(32S)), then
+    // ghash_final_kernel.
     G128 tab[64];
-    for (uint32_t t = 0; t < 64; ++t) tab[t] = ghash_final_power(p, pl.levels, pl.block_levels, t);
+    for (int half = 0; half < 2; ++half) {
+        const int base = pl.block_levels + 5 * half;
+        G128 t1[4];
+        for (uint32_t i = 0; i < 4; ++i) {
+            gpow32_r1(p.pw, base, pl.levels, i, a, b);
+            t1[i] = gf_mul(a, b);
+        }
+        gpow32_r2(p.pw, base, pl.levels, t1, a, b);
+        const G128 t28 = gf_mul(a, b);
+        for (uint32_t e = 0; e < 32; ++e) {
+            gpow32_r3(p.pw, base, pl.levels, t1, t28, e, a, b);
+            tab[32 * half + e] = gf_mul(a, b);
+        }
+    }
     const uint32_t B = pl.blocks;
     G128 r = g128_zero();
     if (B <= 32) {
@@ -241,15 +286,51 @@ int main()
         CHECK(std::memcmp(&want, &got, sizeof want) == 0, "ghash_step2");
         const G128 want1 = g128_xor(gf_mul(c0, h32), c1), got1 = ghash_first2(c0, c1, s32);
         CHECK(std::memcmp(&want1, &got1, sizeof want1) == 0, "ghash_first2");
-        // g_pow_bits: H^(e * 2^base) from pw[L] = H^(2^L).
+        // step4/first4: four blocks, one reduction.
+        unsigned char more[3][16];
+        for (auto &m : more) RAND_bytes(m, 16);
+        const G128 c[4] = {c0, c1, g128_from_bytes(more[0]), g128_from_bytes(more[1])};
+        const G128 h96 = gf_pow(h, 96), h128 = gf_pow(h, 128);
+        GSplit s96, s128;
+        g_split(h96, s96);
+        g_split(h128, s128);
+        G128 w4 = gf_mul(x, h128);
+        w4 = g128_xor(w4, gf_mul(c[0], h96));
+        w4 = g128_xor(w4, gf_mul(c[1], h64));
+        w4 = g128_xor(w4, gf_mul(c[2], h32));
+        w4 = g128_xor(w4, c[3]);
+        const G128 g4 = ghash_step4(x, c, s32, s64, s96, s128);
+        CHECK(std::memcmp(&w4, &g4, sizeof w4) == 0, "ghash_step4");
+        const G128 f4 = ghash_first4(c, s32, s64, s96), wf4 = g128_xor(w4, gf_mul(x, h128));
+        CHECK(std::memcmp(&wf4, &f4, sizeof f4) == 0, "ghash_first4");
+        // The power tables: Q^e for Q = pw[base], from pw[L] = H^(2^L).
         G128 pw[kGhashMaxLevels + 1];
         const int levels = 8 + (int)(rnd32() % 12);
         ghash_powers(pw, h, 1, levels);
-        const int base = (int)(rnd32() % (uint32_t)(levels - 4)), nbits = 1 + (int)(rnd32() % 5);
-        uint32_t e = rnd32() & ((1u << nbits) - 1);
-        while (base + 32 - __builtin_clz(e | 1) > levels) e >>= 1; // its factors exist
-        const G128 pe = g_pow_bits(pw, base, levels, e, nbits), pr = gf_pow(h, (uint64_t)e << base);
-        CHECK(std::memcmp(&pe, &pr, sizeof pe) == 0, "g_pow_bits e=%u base=%d nbits=%d", e, base, nbits);
+        const int base = (int)(rnd32() % (uint32_t)(levels - 4));
+        G128 a, b, t1[4], t8[3];
+        for (uint32_t j = 0; j < 4; ++j) {
+            gpow32_r1(pw, base, levels, j, a, b);
+            t1[j] = gf_mul(a, b);
+        }
+        for (uint32_t j = 0; j < 3; ++j) {
+            gpow8_r1(pw, base, levels, j, a, b);
+            t8[j] = gf_mul(a, b);
+        }
+        gpow32_r2(pw, base, levels, t1, a, b);
+        const G128 t28 = gf_mul(a, b);
+        gpow8_r2(pw, base, levels, t8, a, b);
+        const G128 t7 = gf_mul(a, b);
+        for (uint32_t e = 0; e < 32; ++e) {
+            if (base + 32 - __builtin_clz(e | 1) > levels) continue; // its factors are not there
+            gpow32_r3(pw, base, levels, t1, t28, e, a, b);
+            const G128 pe = gf_mul(a, b), pr = gf_pow(h, (uint64_t)e << base);
+            CHECK(std::memcmp(&pe, &pr, sizeof pe) == 0, "32-table e=%u base=%d", e, base);
+            if (e < 8) {
+                const G128 p8 = gpow8_entry(pw, base, levels, t8, t7, e);
+                CHECK(std::memcmp(&p8, &pr, sizeof pe) == 0, "8-table e=%u base=%d", e, base);
+            }
+        }
         cases += 3;
     }
 
