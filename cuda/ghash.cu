@@ -1,49 +1,321 @@
 // ghash.cu - GHASH kernels (the math and the scheme: ghash.cuh).
 //
-// ghash_partial_kernel: thread t Horner over its m blocks, then the tree
-// over the CUDA block's threads in shared memory -> one partial per block.
-// ghash_final_kernel: one CUDA block, the tree over the partials -> S.
+// ghash_partial_kernel, CUDA blocks 0..B-1: 8 data warps hash S = 256k
+// consecutive blocks (lane Horner with H^32, four blocks per reduction; lane
+// powers; warp powers) into one partial each; a ninth "power" warp builds
+// the lane and warp powers meanwhile.  CUDA block B (one more) builds the
+// final kernel's powers into the scratch.
+// ghash_final_kernel: one CUDA block, sum_b P_b * H^(S(B-1-b)) -> *out.
 // Both are enqueued on the caller's stream, so they are ordered after the
 // kernel that produced the ciphertext and before the D2H of the result.
+//
+// Programmatic dependent launch (sm_90): both kernels are launched with
+// programmatic stream serialization, so each may start while the kernel
+// before it on the stream drains; each waits (griddepcontrol.wait) for that
+// kernel's completion and memory before reading anything it wrote.  Before
+// the wait they only compute powers of H from their parameters, and the
+// extra block writes the final kernel's powers to the scratch, which the
+// kernel before (the CTR kernel, or the previous chunk's final kernel, which
+// does not trigger early) never touches.  The partial kernel lets the final
+// kernel launch at once (griddepcontrol.launch_dependents); the final kernel
+// reads the scratch only after its wait, i.e. after the partial kernel is
+// complete.
 #include <cuda_runtime.h>
+
+#include <atomic>
 
 #include "ghash.cuh"
 #include "ghash_launch.h"
 
+#ifndef GPUAES_GHASH_AGG
+#define GPUAES_GHASH_AGG 4 // blocks per reduction in a lane's Horner: 2 or 4
+#endif
+#ifndef GPUAES_GHASH_PDL
+#define GPUAES_GHASH_PDL 1 // programmatic dependent launch on sm_90
+#endif
+
 namespace gpuaes {
 namespace {
 
-__global__ void __launch_bounds__(kGhashThreads)
-ghash_partial_kernel(const __grid_constant__ GParams p, const uint32_t *__restrict__ raw, G128 *__restrict__ partials)
+constexpr uint32_t kPartialThreads = kGhashThreads + 32; // data warps + the power warp
+static_assert(kGhashWarps <= 8 && (kGhashWarps & (kGhashWarps - 1)) == 0, "warp powers use an 8-entry table");
+
+// Kernel arguments besides GParams and buffers.
+struct GhashArgs {
+    G128 h96;         // H^96 (for four blocks per reduction; from the host)
+    uint32_t k;       // blocks per lane
+    int log2k;
+    int levels;       // log2(N)
+    int block_levels; // log2(S)
+};
+
+__device__ __forceinline__ void grid_dep_wait()
 {
-    __shared__ G128 s[kGhashThreads];
-    const uint32_t tid = threadIdx.x;
-    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + tid;
-    s[tid] = ghash_thread(p, raw, t);
-    __syncthreads();
-    // Level L: pairs of neighbours, each half m*2^L blocks long.
-    int L = 0;
-    for (uint32_t stride = 1; stride < blockDim.x; stride <<= 1, ++L) {
-        if ((tid & (2 * stride - 1)) == 0) s[tid] = ghash_combine(s[tid], p.pw[L], s[tid + stride]);
-        __syncthreads();
-    }
-    if (tid == 0) partials[blockIdx.x] = s[0];
+#if GPUAES_GHASH_PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 }
 
-__global__ void __launch_bounds__(kGhashMaxFinal)
-ghash_final_kernel(const __grid_constant__ GParams p, const G128 *__restrict__ partials, int level0,
-                   G128 *__restrict__ out)
+__device__ __forceinline__ void grid_dep_launch()
 {
-    __shared__ G128 s[kGhashMaxFinal];
-    const uint32_t tid = threadIdx.x;
-    s[tid] = partials[tid];
-    __syncthreads();
-    int L = level0;
-    for (uint32_t stride = 1; stride < blockDim.x; stride <<= 1, ++L) {
-        if ((tid & (2 * stride - 1)) == 0) s[tid] = ghash_combine(s[tid], p.pw[L], s[tid + stride]);
-        __syncthreads();
+#if GPUAES_GHASH_PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ G128 shfl_xor_g(G128 v, int m)
+{
+    G128 r;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) r.w[i] = __shfl_xor_sync(0xffffffffu, v.w[i], m);
+    return r;
+}
+
+// XOR of v over the 32 lanes, in every lane.
+__device__ __forceinline__ G128 warp_xor(G128 v)
+{
+#pragma unroll
+    for (int m = 16; m >= 1; m >>= 1) v = g128_xor(v, shfl_xor_g(v, m));
+    return v;
+}
+
+__device__ __forceinline__ uint4 load_block(const uint4 *__restrict__ data, uint32_t pad, uint64_t q)
+{
+    return q >= pad ? data[q - pad] : make_uint4(0, 0, 0, 0); // q, pad public
+}
+
+__device__ __forceinline__ G128 to_g128(const uint4 c)
+{
+    G128 g = {{bswap32(c.x), bswap32(c.y), bswap32(c.z), bswap32(c.w)}};
+    return g;
+}
+
+// A split operand in shared memory, read row by row where it is used (a
+// broadcast: every lane reads the same 16 bytes).  The volatile asm keeps the
+// compiler from hoisting all the rows into registers for the whole loop.
+struct SharedSplit {
+    const GSplit *s;
+    __device__ __forceinline__ void row(int i, uint32_t &y0, uint32_t &y1, uint32_t &y2, uint32_t &y3) const
+    {
+        const unsigned a = (unsigned)__cvta_generic_to_shared(&s->v[i][0]);
+        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(y0), "=r"(y1), "=r"(y2), "=r"(y3) : "r"(a));
     }
-    if (tid == 0) *out = s[0];
+};
+
+// A lane's Horner over its k blocks (k a power of two), q0 = padded index of
+// its first block, stride 32: sum_j C_j H^(32(k-1-j)).  hs = H^32, H^64,
+// H^96, H^128 split.  Loads run one step ahead of the arithmetic.
+template <int AGG>
+__device__ __forceinline__ G128 lane_horner(const uint4 *__restrict__ data, uint32_t pad, uint64_t q0, uint32_t k,
+                                            const GSplit *hs)
+{
+    const SharedSplit h32{hs}, h64{hs + 1}, h96{hs + 2}, h128{hs + 3};
+    if (k == 1) return to_g128(load_block(data, pad, q0));
+    if (AGG == 2 || k == 2) {
+        uint4 n0 = load_block(data, pad, q0), n1 = load_block(data, pad, q0 + 32);
+        uint4 c0 = n0, c1 = n1;
+        if (k > 2) {
+            n0 = load_block(data, pad, q0 + 64);
+            n1 = load_block(data, pad, q0 + 96);
+        }
+        G128 x = ghash_first2(to_g128(c0), to_g128(c1), h32);
+        for (uint32_t j = 2; j < k; j += 2) {
+            c0 = n0;
+            c1 = n1;
+            if (j + 2 < k) {
+                n0 = load_block(data, pad, q0 + 32 * (uint64_t)(j + 2));
+                n1 = load_block(data, pad, q0 + 32 * (uint64_t)(j + 3));
+            }
+            x = ghash_step2(x, to_g128(c0), to_g128(c1), h32, h64);
+        }
+        return x;
+    }
+    uint4 n[4], c[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) n[i] = load_block(data, pad, q0 + 32 * i);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) c[i] = n[i];
+    if (k > 4) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) n[i] = load_block(data, pad, q0 + 32 * (4 + i));
+    }
+    G128 g[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) g[i] = to_g128(c[i]);
+    G128 x = ghash_first4(g, h32, h64, h96);
+    for (uint32_t j = 4; j < k; j += 4) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) c[i] = n[i];
+        if (j + 4 < k) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) n[i] = load_block(data, pad, q0 + 32 * (uint64_t)(j + 4 + i));
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) g[i] = to_g128(c[i]);
+        x = ghash_step4(x, g, h32, h64, h96, h128);
+    }
+    return x;
+}
+
+// One warp builds the 32-table of Q = pw[base] (ghash.cuh) and returns entry
+// e of it in each lane: three multiplies per lane.  s_r1: 4 entries of this
+// warp's shared scratch.
+__device__ __forceinline__ G128 warp_pow32(const G128 *pw, int base, int levels, uint32_t e, G128 *s_r1)
+{
+    const uint32_t lane = threadIdx.x & 31;
+    G128 a, b;
+    gpow32_r1(pw, base, levels, lane & 3, a, b);
+    const G128 r1 = gf_mul(a, b);
+    if (lane < 4) s_r1[lane] = r1;
+    __syncwarp();
+    gpow32_r2(pw, base, levels, s_r1, a, b);
+    const G128 q28 = gf_mul(a, b);
+    gpow32_r3(pw, base, levels, s_r1, q28, e, a, b);
+    return gf_mul(a, b);
+}
+
+template <int AGG>
+__global__ void __launch_bounds__(kPartialThreads, 2)
+ghash_partial_kernel(const __grid_constant__ GParams p, const __grid_constant__ GhashArgs g,
+                     const uint4 *__restrict__ data, G128 *__restrict__ scratch)
+{
+    __shared__ GSplit s_h[4];             // H^32, H^64, H^96, H^128
+    __shared__ G128 s_lane[32];           // H^(32 - l)
+    __shared__ G128 s_wpow[kGhashWarps];  // H^(32k(W-1-w))
+    __shared__ G128 s_wsum[kGhashWarps];  // the warps' GHASH
+    __shared__ G128 s_r1[2][4];           // power tables' first round
+    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    grid_dep_launch(); // the final kernel may launch now; it waits for this grid to complete
+
+    if (blockIdx.x == gridDim.x - 1) {
+        // The extra CUDA block: the final kernel's powers H^(S t), H^(32 S t),
+        // t < 32, two warps.  The scratch is not touched by the kernel before.
+        if (warp < 2) {
+            const G128 v = warp_pow32(p.pw, g.block_levels + 5 * (int)warp, g.levels, lane, s_r1[warp]);
+            scratch[kGhashTab + threadIdx.x] = v;
+        }
+        return;
+    }
+    const uint64_t seg = (uint64_t)blockIdx.x << g.block_levels; // padded index of the CUDA block's first block
+    if (seg + (1ull << g.block_levels) <= p.pad) {
+        // Only zero padding (public): the partial is zero.
+        if (threadIdx.x == 0) {
+            grid_dep_wait(); // the final kernel of a previous chunk may still read its partials
+            scratch[blockIdx.x] = g128_zero();
+        }
+        return;
+    }
+    if (threadIdx.x < 4) {
+        const G128 hp = threadIdx.x == 0 ? p.pw[5] : threadIdx.x == 1 ? p.pw[6] : threadIdx.x == 2 ? g.h96 : p.pw[7];
+        g_split(hp, s_h[threadIdx.x]);
+    }
+    __syncthreads();
+
+    G128 x = g128_zero();
+    if (warp < kGhashWarps) {
+        grid_dep_wait(); // the data comes from the kernel before
+        const uint64_t q0 = seg + ((uint64_t)warp << (5 + g.log2k)) + lane;
+        x = lane_horner<AGG>(data, p.pad, q0, g.k, s_h);
+    } else {
+        // The power warp: lane powers (the 32-table of H) and warp powers (the
+        // 8-table of H^(32k)), three rounds of one multiply per lane.
+        const int wbase = 5 + g.log2k;
+        G128 a, b;
+        if (lane < 4) gpow32_r1(p.pw, 0, g.levels, lane, a, b);
+        else gpow8_r1(p.pw, wbase, g.levels, (lane - 4) % 3, a, b);
+        const G128 r1 = gf_mul(a, b);
+        if (lane < 4) s_r1[0][lane] = r1;
+        else if (lane < 7) s_r1[1][lane - 4] = r1;
+        __syncwarp();
+        if (lane == 0) gpow32_r2(p.pw, 0, g.levels, s_r1[0], a, b);
+        else gpow8_r2(p.pw, wbase, g.levels, s_r1[1], a, b);
+        const G128 r2 = gf_mul(a, b); // lane 0: H^28; the others: the 8-table's q^7
+        G128 q28, q7;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            q28.w[i] = __shfl_sync(0xffffffffu, r2.w[i], 0);
+            q7.w[i] = __shfl_sync(0xffffffffu, r2.w[i], 1);
+        }
+        gpow32_r3(p.pw, 0, g.levels, s_r1[0], q28, (32 - lane) & 31, a, b);
+        const G128 lp = gf_mul(a, b);
+        s_lane[lane] = lane == 0 ? p.pw[5] : lp;
+        if (lane < kGhashWarps)
+            s_wpow[lane] = gpow8_entry(p.pw, wbase, g.levels, s_r1[1], q7, kGhashWarps - 1 - lane);
+    }
+    __syncthreads();
+    if (warp < kGhashWarps) {
+        const G128 y = warp_xor(gf_mul(x, s_lane[lane]));
+        if (lane == 0) s_wsum[warp] = y;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        const uint32_t w = lane & (kGhashWarps - 1);
+        const G128 z = warp_xor(g128_sel(lane < kGhashWarps, gf_mul(s_wsum[w], s_wpow[w]), g128_zero()));
+        if (lane == 0) scratch[blockIdx.x] = z;
+    }
+}
+
+// One CUDA block of max(32, B) threads: thread t takes partial t times
+// H^(S(B-1-t)) = H^(32S(nw-1-w)) * H^(S(31-l)) (B > 32) or H^(S(B-1-t)).
+__global__ void __launch_bounds__(kGhashMaxPartials)
+ghash_final_kernel(const G128 *__restrict__ scratch, uint32_t nparts, G128 *__restrict__ out)
+{
+    __shared__ G128 s[kGhashMaxPartials / 32];
+    const uint32_t t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    grid_dep_wait(); // the partial kernel is complete and its writes visible
+    const G128 *tab = scratch + kGhashTab;
+    const G128 v = t < nparts ? scratch[t] : g128_zero();
+    const uint32_t e = nparts <= 32 ? (nparts - 1 - t) & 31 : 31 - lane;
+    const G128 y = warp_xor(gf_mul(v, tab[e]));
+    if (nparts <= 32) {
+        if (t == 0) *out = y;
+        return;
+    }
+    if (lane == 0) s[warp] = y;
+    __syncthreads();
+    if (warp == 0) {
+        const uint32_t nw = nparts / 32, w = lane & (kGhashMaxPartials / 32 - 1);
+        const G128 z = gf_mul(s[w], tab[32 + ((nw - 1 - w) & 31)]);
+        const G128 r = warp_xor(g128_sel(lane < nw, z, g128_zero()));
+        if (lane == 0) *out = r;
+    }
+}
+
+// Programmatic dependent launch needs compute capability 9.0: asked once per device.
+bool pdl_ok()
+{
+#if GPUAES_GHASH_PDL
+    static std::atomic<int> cache[16]; // per device: 0 unknown, 1 no, 2 yes
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return false;
+    if (dev >= 16) return false;
+    int c = cache[dev].load(std::memory_order_relaxed);
+    if (c == 0) {
+        int major = 0;
+        c = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 ? 2 : 1;
+        (void)cudaGetLastError();
+        cache[dev].store(c, std::memory_order_relaxed);
+    }
+    return c == 2;
+#else
+    return false;
+#endif
+}
+
+template <class... Args>
+cudaError_t launch(void (*kernel)(Args...), dim3 grid, dim3 block, cudaStream_t stream, bool pdl, Args... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, args...);
 }
 
 } // namespace
@@ -51,15 +323,26 @@ ghash_final_kernel(const __grid_constant__ GParams p, const G128 *__restrict__ p
 cudaError_t launch_ghash(const GParams &p, const GhashPlan &pl, const void *data, G128 *scratch, G128 *out,
                          cudaStream_t stream)
 {
-    if (pl.threads != kGhashThreads || pl.blocks == 0 || pl.blocks > kGhashMaxFinal ||
-        (pl.blocks & (pl.blocks - 1)) != 0)
+    if (pl.threads != kGhashThreads || pl.m != 1 || pl.blocks == 0 || pl.blocks > kGhashMaxPartials ||
+        (pl.blocks & (pl.blocks - 1)) != 0 || pl.per_lane == 0 || (pl.per_lane & (pl.per_lane - 1)) != 0 ||
+        pl.levels < 8 || pl.levels > kGhashMaxLevels || (1ull << pl.block_levels) != (uint64_t)pl.threads * pl.per_lane)
         return cudaErrorInvalidValue;
+    GhashArgs g;
+    g.h96 = gf_mul(p.pw[5], p.pw[6]); // H^32 * H^64
+    g.k = pl.per_lane;
+    g.log2k = 0;
+    while ((1u << g.log2k) < pl.per_lane) ++g.log2k;
+    g.levels = pl.levels;
+    g.block_levels = pl.block_levels;
+    const bool pdl = pdl_ok();
     (void)cudaGetLastError();
-    ghash_partial_kernel<<<pl.blocks, pl.threads, 0, stream>>>(p, static_cast<const uint32_t *>(data), scratch);
-    cudaError_t e = cudaGetLastError();
+    cudaError_t e = launch(ghash_partial_kernel<GPUAES_GHASH_AGG>, dim3(pl.blocks + 1), dim3(kPartialThreads), stream,
+                           pdl, p, g, static_cast<const uint4 *>(data), scratch);
+    g.h96 = g128_zero();
     if (e != cudaSuccess) return e;
-    ghash_final_kernel<<<1, pl.blocks, 0, stream>>>(p, scratch, pl.block_levels, out);
-    return cudaGetLastError();
+    const uint32_t threads = pl.blocks < 32 ? 32 : pl.blocks;
+    return launch(ghash_final_kernel, dim3(1), dim3(threads), stream, pdl, static_cast<const G128 *>(scratch),
+                  pl.blocks, out);
 }
 
 } // namespace gpuaes

@@ -1,28 +1,53 @@
 // ghash.cuh - GCM's GHASH on the GPU: the GF(2^128) arithmetic and the
-// per-thread steps of the parallel Horner scheme, written once as
-// __host__ __device__ code so that a host-only test (test/test_ghash_math.cpp)
-// runs exactly what the kernels (ghash.cu) run, against OpenSSL.
+// per-thread steps of the parallel scheme, written once as __host__ __device__
+// code so that a host-only test (test/test_ghash_math.cpp) runs exactly what
+// the kernels (ghash.cu) run, against OpenSSL.
 //
 // What is computed: for a chunk of n ciphertext blocks C_0..C_{n-1},
 //   S = sum_i C_i * H^(n-i)
 // i.e. GHASH from a zero state (Horner: X = (X ^ C_i) * H).
 //
-// How (parallel Horner): the block sequence is padded at the FRONT with
-// `pad` zero blocks to P*m blocks (P threads, a power of two, m blocks each);
-// leading zeros leave a Horner GHASH from a zero state at zero, so nothing
-// changes.  Thread t does Horner over its m consecutive blocks; then a tree
-// combines neighbours, left * H^(len(right)) ^ right, where at level L both
-// halves cover m*2^L blocks: the powers pw[L] = H^(m*2^L) come precomputed
-// from the host.  Levels below log2(threads per CUDA block) run in shared
-// memory (ghash_partial_kernel), the rest in one more block (ghash_final_kernel).
+// The multiply (gf_mul and its pieces).  An element is 128 bits in GCM's
+// reflected order; the carry-less 128 x 128 product is two levels of
+// Karatsuba (9 products of 32-bit words), each 32 x 32 carry-less product
+// made of 16 ordinary integer multiplies "with holes" (the technique of
+// BearSSL's ghash_ctmul): each operand is split into its 4 bit classes
+// x & 0x11111111 << r, so that in every partial product each result bit
+// collects at most 8 set bit-pairs; a count of 8 fits into the 3 zero bits
+// above it, so the low bit of each column of the 64-bit integer product is
+// the carry-less result, taken out with the class mask.  Then one reduction
+// modulo x^128 + x^7 + x^2 + x + 1 (shifts and XORs).  About 144 IMAD.WIDE and
+// 250 logic instructions per product, against ~1500 for the bitwise
+// shift-and-add this replaces.  The product is linear in each operand before
+// the reduction, so several products can be summed and reduced once (GAcc).
 //
-// Constant time: H and the data are secret.  gf_mul() is the bitwise
-// shift-and-add of SP 800-38D (algorithm 1) in 32-bit words: 128 fixed
-// iterations, each bit of x turned into an all-ones/all-zeros mask that
-// selects V, and the reduction applied through a mask of V's low bit.  No
-// branch, no memory index and no shift amount depends on x, y or the data;
-// loops and loads depend only on public counts (n, m, thread and block
-// indices).  No table is indexed by anything secret.
+// The parallel scheme (kernels in ghash.cu; every count is public):
+//   - the blocks are padded at the FRONT with `pad` zero blocks to N = 2^levels
+//     (leading zeros leave a GHASH from zero at zero); pw[L] = H^(2^L) come
+//     precomputed from the host (ghash_powers with m = 1);
+//   - CUDA block b of the partial kernel owns S = 32*W*k consecutive blocks
+//     (W data warps, k blocks per lane); warp w the 32*k blocks from 32*k*w;
+//     lane l of it blocks l, l+32, .., l+32(k-1) (coalesced loads) and runs
+//     Horner with H^32: X_l = sum_j C_{32j+l} H^(32(k-1-j)), two blocks per
+//     reduction (ghash_step2);
+//   - the warp's GHASH: S_w = sum_l X_l * H^(32-l) (lane powers), XORed over
+//     the warp with shuffles; the CUDA block's: sum_w S_w * H^(32k(W-1-w));
+//     the chunk's (final kernel): sum_b P_b * H^(S(B-1-b)), as lane and warp
+//     powers of H^S again.  These powers are products of the pw[] (g_pow_bits),
+//     computed by an extra "power" warp of each CUDA block while the data warps
+//     hash, and (the final kernel's) by one extra CUDA block of the partial
+//     kernel.
+//
+// Constant time: H and the data are secret.  The multiply has no table, no
+// branch and no data-dependent shift or index: masks, integer multiplies
+// (fixed latency on the GPU and on the CPUs we run on), shifts by constants
+// and XORs only.  Every memory address (global loads of the chunk, the
+// shared-memory powers, the scratch) depends only on public counts: block,
+// warp and lane indices, n, pad, k.  Shared-memory reads are either the same
+// address for the whole warp (a broadcast: the split powers of H^32, H^64)
+// or lane l reading entry l (its own 16 bytes: the lane powers), so the
+// bank pattern never depends on secrets.  Exponents of the powers are
+// public; their bits select factors by masks-free selects of public values.
 #ifndef GPUAES_GHASH_CUH
 #define GPUAES_GHASH_CUH
 
@@ -39,35 +64,55 @@ struct G128 {
     uint32_t w[4];
 };
 
-constexpr int kGhashMaxLevels = 32; // tree levels: P <= 2^32
+constexpr int kGhashMaxLevels = 32; // N <= 2^32
 
 // Everything the GHASH kernels need besides buffers; by value (constant bank).
 struct GParams {
     G128 h;                      // H
-    G128 pw[kGhashMaxLevels];    // pw[L] = H^(m * 2^L)
-    uint32_t m;                  // blocks per thread
+    G128 pw[kGhashMaxLevels];    // pw[L] = H^(m * 2^L), L < levels
+    uint32_t m;                  // unit of the powers: 1 (GhashPlan::m)
     uint32_t pad;                // zero blocks in front of the data
     uint32_t nb;                 // data blocks
 };
 
-// Launch shape for n data blocks.
+// Launch shape for n data blocks: N = nb + pad = m * 2^levels = threads * per_lane * blocks.
 struct GhashPlan {
-    uint32_t m;       // blocks per thread
-    uint32_t threads; // per CUDA block, power of two
-    uint32_t blocks;  // CUDA blocks of the partial kernel, power of two (<= kGhashMaxFinal)
-    uint32_t pad;     // P*m - n
-    int levels;       // log2(P), P = threads * blocks
-    int block_levels; // log2(threads)
+    uint32_t m;        // unit of pw[]: always 1 (pw[L] = H^(2^L))
+    uint32_t threads;  // data threads per CUDA block (32 * data warps)
+    uint32_t blocks;   // CUDA blocks of data (B, a power of two, <= kGhashMaxPartials)
+    uint32_t pad;      // N - n
+    int levels;        // log2(N)
+    int block_levels;  // log2(S), S = threads * per_lane blocks per CUDA block
+    uint32_t per_lane; // k: blocks per lane (a power of two)
 };
 
-constexpr uint32_t kGhashThreads = 256; // per CUDA block of the partial kernel
-constexpr uint32_t kGhashM = 8;         // blocks per thread (at least)
+// Tuning (the defaults are what kernel_bench measured best on the H200).
+#ifndef GPUAES_GHASH_TARGET_BLOCKS
+#define GPUAES_GHASH_TARGET_BLOCKS 256
+#endif
+constexpr uint32_t kGhashWarps = 8;                  // data warps per CUDA block of the partial kernel
+constexpr uint32_t kGhashThreads = 32 * kGhashWarps; // data threads per CUDA block (+ one power warp)
+constexpr uint32_t kGhashTargetBlocks = GPUAES_GHASH_TARGET_BLOCKS; // CUDA blocks the plan aims at (2 per SM)
+constexpr uint32_t kGhashMaxPartials = 256;          // B <= this
+static_assert(kGhashTargetBlocks <= kGhashMaxPartials, "plan");
+// Scratch entries (G128) of launch_ghash: partials at [0, B), the final
+// kernel's powers at [kGhashTab, kGhashTab + 64); staging.cu puts the result
+// right after them (scratch + kGhashMaxFinal).
 constexpr uint32_t kGhashMaxFinal = 1024;
+constexpr uint32_t kGhashTab = kGhashMaxFinal - 64;
+
+// ---- field arithmetic ------------------------------------------------------
 
 GPUAES_HD G128 g128_zero()
 {
     G128 z = {{0, 0, 0, 0}};
     return z;
+}
+
+GPUAES_HD G128 g128_one()
+{
+    G128 o = {{0x80000000u, 0, 0, 0}}; // x^0
+    return o;
 }
 
 GPUAES_HD G128 g128_xor(const G128 &a, const G128 &b)
@@ -76,41 +121,163 @@ GPUAES_HD G128 g128_xor(const G128 &a, const G128 &b)
     return r;
 }
 
+// a if c, else b; c is public (a power's exponent bit, a lane test).
+GPUAES_HD G128 g128_sel(bool c, const G128 &a, const G128 &b)
+{
+    G128 r;
+    for (int i = 0; i < 4; ++i) r.w[i] = c ? a.w[i] : b.w[i];
+    return r;
+}
+
+// Bit classes of a 32-bit word (every 4th bit from bit r).
+constexpr uint32_t kClass0 = 0x11111111u;
+constexpr uint64_t kClass64 = 0x1111111111111111ull;
+
+// The 9 Karatsuba words of an element, from its 128-bit integer value
+// a3:a2:a1:a0 (a0 = w[3] least significant): the 64-bit halves lo = a1:a0,
+// hi = a3:a2 and mid = lo ^ hi, each as (low word, high word, low ^ high).
+GPUAES_HD void g_kwords(const G128 &x, uint32_t k[9])
+{
+    const uint32_t a0 = x.w[3], a1 = x.w[2], a2 = x.w[1], a3 = x.w[0];
+    k[0] = a0;
+    k[1] = a1;
+    k[2] = a0 ^ a1;
+    k[3] = a2;
+    k[4] = a3;
+    k[5] = a2 ^ a3;
+    k[6] = a0 ^ a2;
+    k[7] = a1 ^ a3;
+    k[8] = k[6] ^ k[7];
+}
+
+// An operand prepared for g_mul_acc: its Karatsuba words split into the 4 bit
+// classes, v[i][r] = word_i & (0x11111111 << r).  16-byte rows: one 128-bit
+// shared-memory load each on the GPU.
+struct alignas(16) GSplit {
+    uint32_t v[9][4];
+    GPUAES_HD void row(int i, uint32_t &y0, uint32_t &y1, uint32_t &y2, uint32_t &y3) const
+    {
+        y0 = v[i][0];
+        y1 = v[i][1];
+        y2 = v[i][2];
+        y3 = v[i][3];
+    }
+};
+
+GPUAES_HD void g_split(const G128 &y, GSplit &s)
+{
+    uint32_t k[9];
+    g_kwords(y, k);
+    for (int i = 0; i < 9; ++i)
+        for (int r = 0; r < 4; ++r) s.v[i][r] = k[i] & (kClass0 << r);
+}
+
+GPUAES_HD uint64_t g_mul64(uint32_t a, uint32_t b) { return (uint64_t)a * b; }
+
+// Carry-less 32 x 32 -> 64 product of x and y (y given as its 4 bit classes).
+// x_i * y_j has its carry-less bits in class (i + j) mod 4; each column sums
+// at most 8 bit-pairs (8 set bits per class), which carries into bits c+1..c+3
+// only, never into the next bit of the same class.  Same-class products are
+// XORed, then each class is masked out.
+GPUAES_HD uint64_t g_bmul32(uint32_t x, uint32_t y0, uint32_t y1, uint32_t y2, uint32_t y3)
+{
+    const uint32_t x0 = x & kClass0, x1 = x & (kClass0 << 1), x2 = x & (kClass0 << 2), x3 = x & (kClass0 << 3);
+    const uint64_t z0 = g_mul64(x0, y0) ^ g_mul64(x1, y3) ^ g_mul64(x2, y2) ^ g_mul64(x3, y1);
+    const uint64_t z1 = g_mul64(x0, y1) ^ g_mul64(x1, y0) ^ g_mul64(x2, y3) ^ g_mul64(x3, y2);
+    const uint64_t z2 = g_mul64(x0, y2) ^ g_mul64(x1, y1) ^ g_mul64(x2, y0) ^ g_mul64(x3, y3);
+    const uint64_t z3 = g_mul64(x0, y3) ^ g_mul64(x1, y2) ^ g_mul64(x2, y1) ^ g_mul64(x3, y0);
+    return (z0 & kClass64) ^ (z1 & (kClass64 << 1)) ^ (z2 & (kClass64 << 2)) ^ (z3 & (kClass64 << 3));
+}
+
+// An unreduced product (or a sum of them): the 9 Karatsuba word products.
+struct GAcc {
+    uint64_t p[9];
+};
+
+GPUAES_HD void g_acc_zero(GAcc &a)
+{
+    for (int i = 0; i < 9; ++i) a.p[i] = 0;
+}
+
+// acc ^= x * y, unreduced (y prepared by g_split; Y is GSplit or, in the
+// kernels, a view of one in shared memory with the same row()).
+template <class Y>
+GPUAES_HD void g_mul_acc(GAcc &acc, const G128 &x, const Y &y)
+{
+    uint32_t k[9];
+    g_kwords(x, k);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int i = 0; i < 9; ++i) {
+        uint32_t y0, y1, y2, y3;
+        y.row(i, y0, y1, y2, y3);
+        acc.p[i] ^= g_bmul32(k[i], y0, y1, y2, y3);
+    }
+}
+
+// Karatsuba 64 x 64: p0 = lo*lo', p1 = hi*hi', pm = (lo^hi)*(lo'^hi') -> 128
+// bits, little-endian words.
+GPUAES_HD void g_kara64(uint64_t p0, uint64_t p1, uint64_t pm, uint32_t r[4])
+{
+    const uint64_t m = pm ^ p0 ^ p1;
+    r[0] = (uint32_t)p0;
+    r[1] = (uint32_t)(p0 >> 32) ^ (uint32_t)m;
+    r[2] = (uint32_t)p1 ^ (uint32_t)(m >> 32);
+    r[3] = (uint32_t)(p1 >> 32);
+}
+
+// (lo >> n) | (hi << (32 - n)), 0 < n < 32: a 64-bit right shift's low word.
+GPUAES_HD uint32_t g_shr(uint32_t lo, uint32_t hi, int n) { return (lo >> n) | (hi << (32 - n)); }
+
+// The element of an unreduced product.
+GPUAES_HD G128 g_reduce(const GAcc &a)
+{
+    uint32_t lo[4], hi[4], mid[4];
+    g_kara64(a.p[0], a.p[1], a.p[2], lo);
+    g_kara64(a.p[3], a.p[4], a.p[5], hi);
+    g_kara64(a.p[6], a.p[7], a.p[8], mid);
+    // The 256-bit product lo ^ (mid ^ lo ^ hi) << 64 ^ hi << 128, little-endian words.
+    uint32_t q[8];
+    q[0] = lo[0];
+    q[1] = lo[1];
+    q[2] = lo[2] ^ mid[0] ^ lo[0] ^ hi[0];
+    q[3] = lo[3] ^ mid[1] ^ lo[1] ^ hi[1];
+    q[4] = hi[0] ^ mid[2] ^ lo[2] ^ hi[2];
+    q[5] = hi[1] ^ mid[3] ^ lo[3] ^ hi[3];
+    q[6] = hi[2];
+    q[7] = hi[3];
+    // In the reflected order the coefficient of x^t is at bit 254 - t; one
+    // left shift puts x^0..x^127 in the upper half (bit 127 - t of it: the
+    // element's own layout) and x^(128+j) at bit 127 - j of the lower half L.
+    uint32_t s[8];
+    s[0] = q[0] << 1;
+    for (int i = 1; i < 8; ++i) s[i] = (q[i] << 1) | (q[i - 1] >> 31);
+    // x^128 = 1 + x + x^2 + x^7: result = upper ^ L*(1 + x + x^2 + x^7), where
+    // multiplying by x^t shifts right by t.  The bits pushed past x^127
+    // (L's low 7 bits) are folded in first, at the top of L (L << (128 - t)):
+    // they land at x^0..x^6 and their own multiples no longer overflow.
+    const uint32_t l0 = s[0], l1 = s[1], l2 = s[2], l3 = s[3] ^ (s[0] << 31) ^ (s[0] << 30) ^ (s[0] << 25);
+    G128 r;
+    r.w[3] = s[4] ^ l0 ^ g_shr(l0, l1, 1) ^ g_shr(l0, l1, 2) ^ g_shr(l0, l1, 7);
+    r.w[2] = s[5] ^ l1 ^ g_shr(l1, l2, 1) ^ g_shr(l1, l2, 2) ^ g_shr(l1, l2, 7);
+    r.w[1] = s[6] ^ l2 ^ g_shr(l2, l3, 1) ^ g_shr(l2, l3, 2) ^ g_shr(l2, l3, 7);
+    r.w[0] = s[7] ^ l3 ^ (l3 >> 1) ^ (l3 >> 2) ^ (l3 >> 7);
+    return r;
+}
+
 // x * y in GCM's field.  Constant time (see the top of this file).
 GPUAES_HD G128 gf_mul(const G128 &x, const G128 &y)
 {
-    uint32_t z0 = 0, z1 = 0, z2 = 0, z3 = 0;
-    uint32_t v0 = y.w[0], v1 = y.w[1], v2 = y.w[2], v3 = y.w[3];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-    for (int k = 0; k < 4; ++k) {
-        const uint32_t xw = x.w[k];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-        for (int b = 31; b >= 0; --b) {
-            const uint32_t m = 0u - ((xw >> b) & 1u); // bit (32k + 31 - b) of x, as a mask
-            z0 ^= v0 & m;
-            z1 ^= v1 & m;
-            z2 ^= v2 & m;
-            z3 ^= v3 & m;
-            const uint32_t r = 0u - (v3 & 1u); // V * x overflows: reduce by R = 0xe1 || 0^120
-            v3 = (v3 >> 1) | (v2 << 31);
-            v2 = (v2 >> 1) | (v1 << 31);
-            v1 = (v1 >> 1) | (v0 << 31);
-            v0 = (v0 >> 1) ^ (0xe1000000u & r);
-        }
-    }
-    G128 z = {{z0, z1, z2, z3}};
-    return z;
+    GSplit s;
+    g_split(y, s);
+    GAcc a;
+    g_acc_zero(a);
+    g_mul_acc(a, x, s);
+    return g_reduce(a);
 }
 
-// One tree step: left * H^(len(right)) ^ right.
-GPUAES_HD G128 ghash_combine(const G128 &left, const G128 &pw, const G128 &right)
-{
-    return g128_xor(gf_mul(left, pw), right);
-}
+// ---- the steps of the scheme -----------------------------------------------
 
 // Block i of a chunk as a field element.  `raw` holds the chunk as 32-bit
 // little-endian words, four per block (what a uint4 load gives).
@@ -125,26 +292,135 @@ GPUAES_HD G128 ghash_load(const uint32_t *raw, uint32_t i)
     return g;
 }
 
-// Thread t's Horner over padded blocks t*m .. t*m+m-1 (those below `pad`
-// are the zero padding).  The condition depends on public indices only.
-GPUAES_HD G128 ghash_thread(const GParams &p, const uint32_t *raw, uint64_t t)
+// Padded block q of a chunk (zero below `pad`; the test is on public indices).
+GPUAES_HD G128 ghash_block(const GParams &p, const uint32_t *raw, uint64_t q)
 {
-    G128 x = g128_zero();
-    const uint64_t q0 = t * p.m;
-    for (uint32_t j = 0; j < p.m; ++j) {
-        const uint64_t q = q0 + j;
-        if (q < p.pad) continue; // x is still zero: a zero block changes nothing
-        x = gf_mul(g128_xor(x, ghash_load(raw, (uint32_t)(q - p.pad))), p.h);
-    }
-    return x;
+    return q >= p.pad ? ghash_load(raw, (uint32_t)(q - p.pad)) : g128_zero();
 }
+
+// A lane's Horner over two blocks with one reduction: x*H^64 ^ c0*H^32 ^ c1
+// (h32, h64: H^32 and H^64 split).
+template <class Y>
+GPUAES_HD G128 ghash_step2(const G128 &x, const G128 &c0, const G128 &c1, const Y &h32, const Y &h64)
+{
+    GAcc a;
+    g_acc_zero(a);
+    g_mul_acc(a, x, h64);
+    g_mul_acc(a, c0, h32);
+    return g128_xor(g_reduce(a), c1);
+}
+
+// The first two blocks (x = 0): c0*H^32 ^ c1.
+template <class Y>
+GPUAES_HD G128 ghash_first2(const G128 &c0, const G128 &c1, const Y &h32)
+{
+    GAcc a;
+    g_acc_zero(a);
+    g_mul_acc(a, c0, h32);
+    return g128_xor(g_reduce(a), c1);
+}
+
+// Four blocks with one reduction: x*H^128 ^ c0*H^96 ^ c1*H^64 ^ c2*H^32 ^ c3.
+template <class Y>
+GPUAES_HD G128 ghash_step4(const G128 &x, const G128 c[4], const Y &h32, const Y &h64, const Y &h96, const Y &h128)
+{
+    GAcc a;
+    g_acc_zero(a);
+    g_mul_acc(a, x, h128);
+    g_mul_acc(a, c[0], h96);
+    g_mul_acc(a, c[1], h64);
+    g_mul_acc(a, c[2], h32);
+    return g128_xor(g_reduce(a), c[3]);
+}
+
+// The first four blocks (x = 0).
+template <class Y>
+GPUAES_HD G128 ghash_first4(const G128 c[4], const Y &h32, const Y &h64, const Y &h96)
+{
+    GAcc a;
+    g_acc_zero(a);
+    g_mul_acc(a, c[0], h96);
+    g_mul_acc(a, c[1], h64);
+    g_mul_acc(a, c[2], h32);
+    return g128_xor(g_reduce(a), c[3]);
+}
+
+// ---- powers of H for the combine ---------------------------------------------
+//
+// All are products of the pw[L] = H^(2^L) with public exponents, built in
+// rounds of independent multiplies so that a warp computes a whole table in
+// three multiplies per lane (the kernels give each lane one product per round;
+// the host test runs the same functions in loops).  pw[L] at or beyond
+// `levels` is not passed to the kernel and reads as 1; callers only use
+// entries whose factors lie below it.
+
+GPUAES_HD G128 g_pw(const G128 *pw, int L, int levels)
+{
+    return g128_sel(L < levels, pw[L < kGhashMaxLevels ? L : kGhashMaxLevels - 1], g128_one());
+}
+
+// A 32-entry table T[e] = Q^e (e < 32) of Q = pw[base]:
+//   round 1: R1 = {Q^3 = Q*Q^2, Q^12 = Q^4*Q^8, Q^20 = Q^4*Q^16, Q^24 = Q^8*Q^16}
+//   round 2: Q^28 = Q^12*Q^16
+//   round 3: T[4a + b] = Q^(4a) * Q^b.
+// Each function gives the two operands of its multiply.
+GPUAES_HD void gpow32_r1(const G128 *pw, int base, int levels, uint32_t i, G128 &a, G128 &b)
+{
+    const int la = i == 0 ? 0 : i == 3 ? 3 : 2, lb = i == 0 ? 1 : i == 1 ? 3 : 4;
+    a = g_pw(pw, base + la, levels);
+    b = g_pw(pw, base + lb, levels);
+}
+
+GPUAES_HD void gpow32_r2(const G128 *pw, int base, int levels, const G128 r1[4], G128 &a, G128 &b)
+{
+    a = r1[1];
+    b = g_pw(pw, base + 4, levels);
+}
+
+GPUAES_HD void gpow32_r3(const G128 *pw, int base, int levels, const G128 r1[4], const G128 &q28, uint32_t e,
+                         G128 &a, G128 &b)
+{
+    const uint32_t hi = (e >> 2) & 7, lo = e & 3;
+    // Q^(4 hi): 1, Q^4, Q^8, Q^12, Q^16, Q^20, Q^24, Q^28
+    a = hi == 0 ? g128_one() : hi == 1 ? g_pw(pw, base + 2, levels) : hi == 2 ? g_pw(pw, base + 3, levels)
+      : hi == 3 ? r1[1] : hi == 4 ? g_pw(pw, base + 4, levels) : hi == 5 ? r1[2] : hi == 6 ? r1[3] : q28;
+    // Q^lo: 1, Q, Q^2, Q^3
+    b = lo == 0 ? g128_one() : lo == 1 ? g_pw(pw, base, levels) : lo == 2 ? g_pw(pw, base + 1, levels) : r1[0];
+}
+
+// An 8-entry table t[e] = q^e (e < 8) of q = pw[base], with no third round:
+//   round 1: r1 = {q^3 = q*q^2, q^5 = q*q^4, q^6 = q^2*q^4}
+//   round 2: q^7 = q^3*q^4
+GPUAES_HD void gpow8_r1(const G128 *pw, int base, int levels, uint32_t i, G128 &a, G128 &b)
+{
+    a = g_pw(pw, base + (i == 2 ? 1 : 0), levels);
+    b = g_pw(pw, base + (i == 0 ? 1 : 2), levels);
+}
+
+GPUAES_HD void gpow8_r2(const G128 *pw, int base, int levels, const G128 r1[3], G128 &a, G128 &b)
+{
+    a = r1[0];
+    b = g_pw(pw, base + 2, levels);
+}
+
+GPUAES_HD G128 gpow8_entry(const G128 *pw, int base, int levels, const G128 r1[3], const G128 &q7, uint32_t e)
+{
+    return e == 0 ? g128_one() : e == 1 ? g_pw(pw, base, levels) : e == 2 ? g_pw(pw, base + 1, levels)
+         : e == 3 ? r1[0] : e == 4 ? g_pw(pw, base + 2, levels) : e == 5 ? r1[1] : e == 6 ? r1[2] : q7;
+}
+
+// What each power is (W data warps, k = 2^log2k blocks per lane, S = 2^block_levels):
+//   lane l's power H^(32 - l): l = 0: pw[5]; else the 32-table of H (base 0), e = 32 - l;
+//   warp w's power H^(32k(W-1-w)): the 8-table of H^(32k) (base 5 + log2k), e = W-1-w (W <= 8);
+//   the final kernel's H^(S t) (t < 32) and H^(32 S t): 32-tables of H^S and H^(32S)
+//   (bases block_levels and block_levels + 5).
 
 // ---- host-side helpers (also used by the host test) ----
 
 // x^n by square-and-multiply (n is public: a length), 64 squarings at most.
 inline G128 gf_pow(const G128 &x, uint64_t n)
 {
-    G128 r = {{0x80000000u, 0, 0, 0}}; // the field's 1
+    G128 r = g128_one();
     G128 b = x;
     while (n != 0) {
         if (n & 1) r = gf_mul(r, b);
@@ -173,29 +449,33 @@ inline void g128_to_bytes(const G128 &g, unsigned char b[16])
     }
 }
 
-// Launch shape for n >= 1 blocks: `threads` per CUDA block (a power of two),
-// at least m_min blocks per thread, more if the final kernel's one block
-// would otherwise need more than kGhashMaxFinal threads.
-inline GhashPlan ghash_plan(uint32_t n, uint32_t threads = kGhashThreads, uint32_t m_min = kGhashM)
+// Launch shape for n >= 1 blocks: `warps` data warps per CUDA block (a power
+// of two), at least k_min blocks per lane; N = n rounded up to a power of two
+// (at least one CUDA block's worth, and 256); k grows until the plan has at
+// most kGhashTargetBlocks CUDA blocks.
+inline GhashPlan ghash_plan(uint32_t n, uint32_t warps = kGhashWarps, uint32_t k_min = 1)
 {
     GhashPlan pl{};
-    uint64_t m = m_min;
-    while ((n + m - 1) / m > (uint64_t)threads * kGhashMaxFinal) m *= 2;
-    uint64_t P = threads;
+    const uint64_t threads = 32ull * warps;
+    uint64_t k = k_min;
+    uint64_t N = 1;
     int levels = 0;
-    for (uint32_t t = threads; t > 1; t >>= 1) ++levels;
-    pl.block_levels = levels;
-    while (P * m < n) { P *= 2; ++levels; }
-    pl.m = (uint32_t)m;
-    pl.threads = threads;
-    pl.blocks = (uint32_t)(P / threads);
-    pl.pad = (uint32_t)(P * m - n);
+    while (N < n || N < threads * k || N < 256) { N *= 2; ++levels; } // levels >= 8: pw[0..6] exist
+    while (N / (threads * k) > kGhashTargetBlocks) k *= 2;
+    int bl = 0;
+    while ((1ull << bl) < threads * k) ++bl;
+    pl.m = 1;
+    pl.threads = (uint32_t)threads;
+    pl.per_lane = (uint32_t)k;
+    pl.blocks = (uint32_t)(N / (threads * k));
+    pl.pad = (uint32_t)(N - n);
     pl.levels = levels;
+    pl.block_levels = bl;
     return pl;
 }
 
-// pw[L] = H^(m * 2^L) for L < levels (levels + 1 entries: pw[levels] =
-// H^(m*P), handy as the power for a whole chunk of m*P blocks).
+// pw[L] = H^(m * 2^L) for L <= levels (pw[levels] = H^(m*2^levels), the power
+// for a whole chunk without padding).
 inline void ghash_powers(G128 *pw, const G128 &h, uint32_t m, int levels)
 {
     pw[0] = gf_pow(h, m);
@@ -205,7 +485,7 @@ inline void ghash_powers(G128 *pw, const G128 &h, uint32_t m, int levels)
 // The host combines chunk results in order: S = S * H^(n_chunk) ^ S_chunk.
 inline G128 ghash_append(const G128 &s, const G128 &h_pow_n, const G128 &s_chunk)
 {
-    return ghash_combine(s, h_pow_n, s_chunk);
+    return g128_xor(gf_mul(s, h_pow_n), s_chunk);
 }
 
 } // namespace gpuaes
