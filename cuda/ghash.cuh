@@ -12,42 +12,47 @@
 // Karatsuba (9 products of 32-bit words), each 32 x 32 carry-less product
 // made of 16 ordinary integer multiplies "with holes" (the technique of
 // BearSSL's ghash_ctmul): each operand is split into its 4 bit classes
-// x & 0x11111111 << r, so that in every partial product each result bit
-// collects at most 8 set bit-pairs; a count of 8 fits into the 3 zero bits
-// above it, so the low bit of each column of the 64-bit integer product is
-// the carry-less result, taken out with the class mask.  Then one reduction
-// modulo x^128 + x^7 + x^2 + x + 1 (shifts and XORs).  About 144 IMAD.WIDE and
-// 250 logic instructions per product, against ~1500 for the bitwise
-// shift-and-add this replaces.  The product is linear in each operand before
-// the reduction, so several products can be summed and reduced once (GAcc).
+// x & 0x11111111 << r, so that in every partial product each result column
+// collects at most 8 set bit-pairs; a count of 8 carries into the 3 bits above
+// the column only, never into the next bit of the same class, so the class
+// mask recovers the carry-less bits exactly.  Then one reduction modulo
+// x^128 + x^7 + x^2 + x + 1 (shifts and XORs).  On sm_90: 144 IMAD.WIDE and
+// ~240 LOP3 per product, ~400 instructions per block with the reduction
+// shared by four blocks, against ~1500 for the bitwise shift-and-add this
+// replaces.  The product is linear in each operand before the reduction, so
+// several products are summed unreduced and reduced once (GAcc).
 //
 // The parallel scheme (kernels in ghash.cu; every count is public):
 //   - the blocks are padded at the FRONT with `pad` zero blocks to N = 2^levels
 //     (leading zeros leave a GHASH from zero at zero); pw[L] = H^(2^L) come
 //     precomputed from the host (ghash_powers with m = 1);
 //   - CUDA block b of the partial kernel owns S = 32*W*k consecutive blocks
-//     (W data warps, k blocks per lane); warp w the 32*k blocks from 32*k*w;
-//     lane l of it blocks l, l+32, .., l+32(k-1) (coalesced loads) and runs
-//     Horner with H^32: X_l = sum_j C_{32j+l} H^(32(k-1-j)), two blocks per
-//     reduction (ghash_step2);
+//     (W = 8 data warps, k blocks per lane, 256 CUDA blocks for large
+//     chunks: k = 8 for 8 MiB); warp w the 32*k blocks from 32*k*w; lane l
+//     of it blocks l, l+32, .., l+32(k-1) (coalesced loads) and runs Horner
+//     with H^32, four blocks per reduction (ghash_step4:
+//     x*H^128 ^ c0*H^96 ^ c1*H^64 ^ c2*H^32 ^ c3, three of the four products
+//     independent of x): X_l = sum_j C_{32j+l} H^(32(k-1-j));
 //   - the warp's GHASH: S_w = sum_l X_l * H^(32-l) (lane powers), XORed over
-//     the warp with shuffles; the CUDA block's: sum_w S_w * H^(32k(W-1-w));
-//     the chunk's (final kernel): sum_b P_b * H^(S(B-1-b)), as lane and warp
-//     powers of H^S again.  These powers are products of the pw[] (g_pow_bits),
-//     computed by an extra "power" warp of each CUDA block while the data warps
-//     hash, and (the final kernel's) by one extra CUDA block of the partial
-//     kernel.
+//     the warp with shuffles; the CUDA block's: sum_w S_w * H^(32k(W-1-w))
+//     (warp powers); the chunk's (final kernel): sum_b P_b * H^(S(B-1-b)),
+//     as lane and warp powers of H^S again.  These powers are products of the
+//     pw[], built in three rounds of one multiply per lane (gpow32_*, gpow8_*)
+//     by a ninth "power" warp of each CUDA block while the data warps hash,
+//     and (the final kernel's) by one extra CUDA block of the partial kernel.
 //
 // Constant time: H and the data are secret.  The multiply has no table, no
 // branch and no data-dependent shift or index: masks, integer multiplies
-// (fixed latency on the GPU and on the CPUs we run on), shifts by constants
-// and XORs only.  Every memory address (global loads of the chunk, the
-// shared-memory powers, the scratch) depends only on public counts: block,
+// (IMAD.WIDE has a fixed latency and issue rate whatever its operands, as
+// 64-bit MUL has on the x86 and Arm cores the host test runs on), shifts by
+// constants and XORs.  Every memory address (global loads of the chunk,
+// shared-memory powers, the scratch) depends only on public values: block,
 // warp and lane indices, n, pad, k.  Shared-memory reads are either the same
-// address for the whole warp (a broadcast: the split powers of H^32, H^64)
-// or lane l reading entry l (its own 16 bytes: the lane powers), so the
-// bank pattern never depends on secrets.  Exponents of the powers are
-// public; their bits select factors by masks-free selects of public values.
+// address for the whole warp (a broadcast: the split powers H^32..H^128) or
+// lane l reading entry l (its own 16 bytes: the lane powers), so the bank
+// pattern never depends on secrets.  The exponents of the powers are public;
+// their bits choose among public slots.  No table of H or of the data exists,
+// so there is nothing to replicate per bank.
 #ifndef GPUAES_GHASH_CUH
 #define GPUAES_GHASH_CUH
 
