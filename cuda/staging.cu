@@ -60,8 +60,7 @@ struct StagingConfig {
     size_t first = size_t(256) << 10; // GPUAES_STAGING_FIRST: the first (and least) chunk of a job
     bool stream_out = true;         // GPUAES_COPY_STREAM: non-temporal stores into out[]
     long trace_job = 0;             // GPUAES_STAGING_TRACE=N: time the stages of the N-th job (stderr)
-    size_t zero_copy = size_t(1) << 20; // GPUAES_STAGING_ZEROCOPY: chunks up to this long skip D2H (stage_gpu)
-    bool zero_copy_in = true;       // GPUAES_STAGING_ZEROCOPY_IN: ... and H2D (the kernel reads pinned memory)
+    size_t zero_copy = size_t(1) << 20; // GPUAES_STAGING_ZEROCOPY: chunks up to this long skip H2D/D2H (stage_gpu)
     // Pinned bytes per lane: the chunk, its GHASH (GCM) at +chunk, and with
     // zero-copy a second chunk at +chunk+64 for the kernel's output.
     size_t host_bytes() const { return zero_copy != 0 ? 2 * chunk + 64 : chunk + 64; }
@@ -93,7 +92,6 @@ void read_config()
     c.stream_out = env_long("GPUAES_COPY_STREAM", c.stream_out ? 1 : 0, 0, 1) != 0;
     c.trace_job = env_long("GPUAES_STAGING_TRACE", 0, 0, 1L << 30);
     c.zero_copy = (size_t)env_long("GPUAES_STAGING_ZEROCOPY", (long)c.zero_copy, 0, (long)kMaxChunk);
-    c.zero_copy_in = env_long("GPUAES_STAGING_ZEROCOPY_IN", c.zero_copy_in ? 1 : 0, 0, 1) != 0;
     g_config = c;
 }
 
@@ -294,7 +292,6 @@ class Pipeline {
         nlanes_ = slot->nlanes;
         first_ = cf.first;
         zero_copy_ = cf.zero_copy;
-        zero_copy_in_ = cf.zero_copy_in;
         fault_ = gpu_fault();
         // An injected fault hits the 2nd chunk of a job of 3 or more chunks
         // (more than 4 first chunks' worth), so that a partial prefix comes
@@ -541,23 +538,16 @@ class Pipeline {
         // writes a separate pinned output itself, over PCIe: one launch
         // instead of H2D, launch and D2H, and no DMA start-up latency twice.
         // Measured: 1 MiB jobs 8.1 -> 10.4 GB/s, 4 MiB 14.4 -> 16.6; for
-        // larger chunks the copy engines are faster (64 MiB: 37 -> 31).
+        // larger chunks the copy engines are faster (64 MiB: 37 -> 31).  An
+        // H2D with only the output zero-copy lost at every size (1 MiB 10.4
+        // -> 8.1).
         if (zero_copy_ok(n)) {
             if (fault_ != Fault::none && fault_ != Fault::sync && fault_ != Fault::alloc && i == fault_chunk_) {
                 fail_injected("launch", "cudaLaunchKernel");
                 return false;
             }
-            const void *src = l.host_dev;
-            if (!zero_copy_in_) { // the copy engine reads faster than the SMs (PCIe reads are latency-bound)
-                const cudaError_t ec = cudaMemcpyAsync(l.din, l.host, n, cudaMemcpyHostToDevice, l.stream);
-                if (ec != cudaSuccess) {
-                    fail("copyin", "cudaMemcpyAsync", ec);
-                    return false;
-                }
-                src = l.din;
-            }
-            const cudaError_t ez = launch_kernel(kmode_, job_->key->rounds, params_, src, l.host_dev + cap_ + 64,
-                                                 (uint32_t)(n / 16), l.stream);
+            const cudaError_t ez = launch_kernel(kmode_, job_->key->rounds, params_, l.host_dev,
+                                                 l.host_dev + cap_ + 64, (uint32_t)(n / 16), l.stream);
             if (ez != cudaSuccess) {
                 fail("launch", "cudaLaunchKernel", ez);
                 return false;
@@ -673,7 +663,6 @@ class Pipeline {
     size_t cap_ = 0;      // bytes per lane buffer: the largest chunk
     size_t first_ = 0;    // the first chunk's length (chunk_len)
     size_t zero_copy_ = 0; // chunks up to this long run zero-copy (stage_gpu)
-    bool zero_copy_in_ = true; // ... reading pinned memory too (else after an H2D)
     size_t next_off_ = 0; // where the next chunk begins
     bool stream_out_ = true;
     Fault fault_;
