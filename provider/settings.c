@@ -15,18 +15,18 @@
  * (staging copies, PCIe, ~6 us of synchronisation) loses to one AES-NI core.
  * Measured on an H200 with bench/crossover.sh (evp_bench, 1 thread, gpuaes
  * with GPUAES_OFFLOAD_MIN_BYTES=0 against the default provider, update sizes
- * 256 KiB .. 64 MiB, bench/results/2026-11-22-h200-crossover-2, with the
- * staging pipeline of cuda/staging.cu): the smallest measured size from
- * which the GPU path was faster for every key size.  docs/DESIGN.md
+ * 256 KiB .. 64 MiB, bench/results/2026-11-22-h200-crossover-3, GCM at 8 MiB
+ * from gcm-first-chunk.txt there): the smallest measured size from which the
+ * GPU path was faster for every key size and direction.  docs/DESIGN.md
  * ("Offload thresholds") has the table.
  */
 static const size_t offload_defaults[OFFLOAD_KINDS] = {
-    [OFFLOAD_ECB_ENC] = (size_t)1 << 20,   /* 256 KiB: 0.36-0.47x, 1 MiB: 1.07-1.55x */
-    [OFFLOAD_ECB_DEC] = (size_t)1 << 20,   /* 256 KiB: 0.33-0.47x, 1 MiB: 1.06-1.49x */
-    [OFFLOAD_CBC_DEC] = (size_t)2 << 20,   /* 1 MiB: 0.95x, 2 MiB: 1.24x */
-    [OFFLOAD_CFB_DEC] = (size_t)256 << 10, /* 256 KiB: 4.0-4.5x (CFB decryption is serial on a CPU) */
-    [OFFLOAD_CTR]     = (size_t)1 << 20,   /* 256 KiB: 0.42-0.50x, 1 MiB: 1.30-2.04x */
-    [OFFLOAD_GCM]     = (size_t)16 << 20,  /* 4 MiB: 0.83-1.00x, 16 MiB: 1.71-1.98x */
+    [OFFLOAD_ECB_ENC] = (size_t)1 << 20,   /* 256 KiB: 0.68-0.90x, 1 MiB: 1.52-1.99x */
+    [OFFLOAD_ECB_DEC] = (size_t)1 << 20,   /* 256 KiB: 0.64-0.76x, 1 MiB: 1.41-1.91x */
+    [OFFLOAD_CBC_DEC] = (size_t)1 << 20,   /* 256 KiB: 0.61x, 1 MiB: 1.29x */
+    [OFFLOAD_CFB_DEC] = (size_t)256 << 10, /* 256 KiB: 7.2-8.3x (CFB decryption is serial on a CPU) */
+    [OFFLOAD_CTR]     = (size_t)1 << 20,   /* 256 KiB: 0.67-0.92x, 1 MiB: 1.47-2.14x */
+    [OFFLOAD_GCM]     = (size_t)8 << 20,   /* 4 MiB: 0.91-1.34x (two runs), 8 MiB: 1.21-1.42x */
 };
 
 static const char *const offload_names[OFFLOAD_KINDS] = {
