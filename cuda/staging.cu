@@ -405,11 +405,15 @@ class Pipeline {
         }
     }
 
-    void fail_injected(const char *stage, const char *call)
+    // An injected fault (GPUAES_FAULT) that `hits` this stage fails chunk i
+    // if it is the chosen one: the error is recorded as a real one would be.
+    bool injected(size_t i, bool hits, const char *stage, const char *call)
     {
+        if (!hits || i != fault_chunk_) return false;
         if (job_->error[0] == '\0')
             std::snprintf(job_->error, sizeof job_->error, "%s: %s: injected fault (GPUAES_FAULT=%s)", stage, call,
                           fault_name(fault_));
+        return true;
     }
 
     // Copy-in of the next chunk, when its lane is free.
@@ -443,8 +447,7 @@ class Pipeline {
     {
         if (out_ >= gpu_ || out_ >= limit_ || fatal_) return false;
         const size_t i = out_;
-        if (fault_ == Fault::sync && i == fault_chunk_) {
-            fail_injected("sync", "cudaStreamSynchronize");
+        if (injected(i, fault_ == Fault::sync, "sync", "cudaStreamSynchronize")) {
             stop_at(i);
             return true;
         }
@@ -542,10 +545,10 @@ class Pipeline {
         // H2D with only the output zero-copy lost at every size (1 MiB 10.4
         // -> 8.1).
         if (zero_copy_ok(n)) {
-            if (fault_ != Fault::none && fault_ != Fault::sync && fault_ != Fault::alloc && i == fault_chunk_) {
-                fail_injected("launch", "cudaLaunchKernel");
+            // One launch stands for the copy-in, launch and copy-out faults.
+            if (injected(i, fault_ == Fault::copyin || fault_ == Fault::launch || fault_ == Fault::copyout, "launch",
+                         "cudaLaunchKernel"))
                 return false;
-            }
             const cudaError_t ez = launch_kernel(kmode_, job_->key->rounds, params_, l.host_dev,
                                                  l.host_dev + cap_ + 64, (uint32_t)(n / 16), l.stream);
             if (ez != cudaSuccess) {
@@ -556,28 +559,19 @@ class Pipeline {
             return true;
         }
 
-        if (fault_ == Fault::copyin && i == fault_chunk_) {
-            fail_injected("copyin", "cudaMemcpyAsync");
-            return false;
-        }
+        if (injected(i, fault_ == Fault::copyin, "copyin", "cudaMemcpyAsync")) return false;
         cudaError_t e = cudaMemcpyAsync(l.din, l.host, n, cudaMemcpyHostToDevice, l.stream);
         if (e != cudaSuccess) {
             fail("copyin", "cudaMemcpyAsync", e);
             return false;
         }
-        if (fault_ == Fault::launch && i == fault_chunk_) {
-            fail_injected("launch", "cudaLaunchKernel");
-            return false;
-        }
+        if (injected(i, fault_ == Fault::launch, "launch", "cudaLaunchKernel")) return false;
         e = launch_kernel(kmode_, job_->key->rounds, params_, l.din, l.dout, (uint32_t)(n / 16), l.stream);
         if (e != cudaSuccess) {
             fail("launch", "cudaLaunchKernel", e);
             return false;
         }
-        if (fault_ == Fault::copyout && i == fault_chunk_) {
-            fail_injected("copyout", "cudaMemcpyAsync");
-            return false;
-        }
+        if (injected(i, fault_ == Fault::copyout, "copyout", "cudaMemcpyAsync")) return false;
         if (gh_ != GhashOver::none) {
             e = enqueue_ghash(l, f, gh_ == GhashOver::out ? l.dout : l.din, (uint32_t)(n / 16));
             if (e != cudaSuccess) {
