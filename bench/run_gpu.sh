@@ -19,7 +19,7 @@
 #   bash bench/run_gpu.sh -- --ciphers AES-128-CTR,AES-128-GCM --sizes 1M,64M,256M
 # --allow-no-gpu: run even when gpuaes reports no usable GPU (its rows then
 # measure its CPU fallback; by default evp_bench stops: --require-gpu).
-# Environment: GPUAES_COMMIT (when there is no .git), CUDA_ARCH (default 90).
+# Environment: GPUAES_COMMIT (the commit to record; else git's HEAD), CUDA_ARCH (default 90).
 # Exit status: 0 when every step succeeded, else 1 (the other steps still run
 # and whatever was measured is kept).
 set -uo pipefail
@@ -135,12 +135,12 @@ export_results() {
 trap 'export_results' TERM INT
 
 # ---- meta.txt
-commit=""
-if command -v git >/dev/null && git -C "$root" rev-parse HEAD >/dev/null 2>&1; then
+commit=${GPUAES_COMMIT:-} # given: it wins (a snapshot inside another checkout would report that one's HEAD)
+if [ -z "$commit" ] && command -v git >/dev/null && git -C "$root" rev-parse HEAD >/dev/null 2>&1; then
   commit=$(git -C "$root" rev-parse HEAD)
   git -C "$root" diff --quiet HEAD -- 2>/dev/null || commit="$commit (working tree has changes)"
 fi
-[ -n "$commit" ] || commit=${GPUAES_COMMIT:-unknown}
+[ -n "$commit" ] || commit=unknown
 {
   echo "commit: $commit"
   echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
