@@ -508,17 +508,10 @@ class Pipeline {
         const size_t off = off_of(i), n = len_of(i);
 
         switch (kmode_) {
-        case KM_CTR128: {
-            unsigned char c[16];
-            std::memcpy(c, iv0_, 16);
-            ctr128_add(c, off / 16);
-            load_be_words(c, params_.iv_be);
-            break;
-        }
+        case KM_CTR128:
         case KM_CTR32: {
             unsigned char c[16];
-            std::memcpy(c, iv0_, 16);
-            ctr32_add(c, off / 16);
+            counter_at(c, off / 16);
             load_be_words(c, params_.iv_be);
             break;
         }
@@ -626,17 +619,22 @@ class Pipeline {
         return r;
     }
 
+    // CTR modes: c := the counter block of input block `blocks` (the job's
+    // iv advanced by the mode's increment).
+    void counter_at(unsigned char c[16], uint64_t blocks) const
+    {
+        std::memcpy(c, iv0_, 16);
+        if (kmode_ == KM_CTR128) ctr128_add(c, blocks);
+        else ctr32_add(c, blocks);
+    }
+
     // job->iv := the state for in[done].
     void finish_iv()
     {
         switch (kmode_) {
         case KM_CTR128:
-            std::memcpy(job_->iv, iv0_, 16);
-            ctr128_add(job_->iv, job_->done / 16);
-            break;
         case KM_CTR32:
-            std::memcpy(job_->iv, iv0_, 16);
-            ctr32_add(job_->iv, job_->done / 16);
+            counter_at(job_->iv, job_->done / 16);
             break;
         case KM_CBC_DEC:
         case KM_CFB_DEC:
