@@ -124,6 +124,7 @@ struct gpuaes_ks_window {
     size_t cap = 0;
     std::atomic<int> state{gpuaes::W_IDLE};
     size_t filled = 0;             // bytes of the last fill
+    size_t dirty = 0;              // bytes of host that fills wrote since the last wipe
     gpuaes::KsJob job;             // valid while queued
     std::atomic<size_t> counted{0}; // bytes of this fill in g_inflight
     // Set by a host function that the copy stream runs after the fill's D2H:
@@ -160,6 +161,19 @@ std::atomic<size_t> g_inflight{0};                    // bytes queued or in flig
 void CUDART_CB on_copied(void *p)
 {
     static_cast<gpuaes_ks_window *>(p)->copied.store(1, std::memory_order_release);
+}
+
+// Takes n bytes of the in-flight budget, or nothing (false: over kInflightCap).
+// A refused fill must leave the count as it was: when one gave back bytes
+// it had never taken, the count wrapped below zero under contention and every
+// later fill in the process was refused.
+bool reserve_inflight(size_t n)
+{
+    size_t cur = g_inflight.load(std::memory_order_relaxed);
+    do {
+        if (cur + n > kInflightCap) return false;
+    } while (!g_inflight.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed));
+    return true;
 }
 
 // The fill of w is over (complete, failed or abandoned): no longer in flight.
@@ -397,11 +411,7 @@ extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *k
         if (error) std::snprintf(error, 160, "keystream: window busy");
         return GPUAES_FAILED;
     }
-    if (g_inflight.load(std::memory_order_relaxed) + nbytes > kInflightCap ||
-        g_inflight.fetch_add(nbytes) + nbytes > kInflightCap) {
-        g_inflight.fetch_sub(nbytes);
-        return GPUAES_BUSY;     // the GPU is as far ahead as is useful: CPU for now
-    }
+    if (!reserve_inflight(nbytes)) return GPUAES_BUSY; // the GPU is as far ahead as is useful: CPU for now
     w->counted.store(nbytes);
     KsJob &j = w->job;
     std::memcpy(j.rk, key->rk_enc, sizeof j.rk);
@@ -411,6 +421,7 @@ extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *k
     j.rounds = key->rounds;
     j.ctr32 = ctr32 ? 1 : 0;
     w->filled = nbytes;
+    if (nbytes > w->dirty) w->dirty = nbytes;
     w->error[0] = '\0';
     w->copied.store(0, std::memory_order_relaxed);
     w->state.store(W_QUEUED, std::memory_order_release);
@@ -477,7 +488,10 @@ extern "C" void gpuaes_ks_window_free(gpuaes_ks_window *w)
     if (cuda_forbidden()) return; // the parent's; never touched in a child
     if (g_released.load()) return; // wiped and freed at exit
     quiesce(w);
-    secure_wipe(w->host, w->cap);
+    // Only what fills wrote: a stream that got a window but no fill (the
+    // in-flight budget was spent) must not pay for wiping all of it.
+    secure_wipe(w->host, w->dirty);
+    w->dirty = 0;
     // The device copy stays until the next fill overwrites it: device
     // memory is not reachable from the host, and it is wiped at release.
     w->state.store(W_IDLE, std::memory_order_release);

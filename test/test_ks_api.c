@@ -5,7 +5,8 @@
  *  - GCM inc32 counters at 2^32 - k (the low 32 bits wrap, the rest stays);
  *  - every key size, lengths of 1 block to 1 MiB;
  *  - 24 windows filled at once from 4 threads (coalesced launches on a GPU);
- *  - a window reused after it was ready, and freed while in flight.
+ *  - a window reused after it was ready, and freed while in flight;
+ *  - the in-flight budget: refused fills reserve nothing.
  * Built twice: against the real GPU layer (label gpu, exit 77 without a GPU)
  * and against test/gpu_emulator.c.
  */
@@ -171,6 +172,60 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/*
+ * The in-flight budget: fills beyond it are refused (GPUAES_BUSY), a refused
+ * fill reserves nothing, and once the windows are ready the whole budget is
+ * back.  (A refused fill once gave back budget it had never taken; the count
+ * wrapped below zero and every later fill in the process was refused.)
+ */
+#define BUDGET_WINDOWS 16             /* 64 MiB: more than the layer keeps in flight */
+#define BUDGET_WINDOW ((size_t)4 << 20)
+
+static void inflight_budget(void)
+{
+    static const unsigned char key[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+    unsigned char ctr[16] = { 0 };
+    gpuaes_ks_window *w[BUDGET_WINDOWS] = { NULL };
+    int ok[BUDGET_WINDOWS] = { 0 }, refused = -1, nrefused = 0;
+    gpuaes_key *gk = gpuaes_key_new(key, sizeof(key));
+    char err[160] = "";
+
+    CHECK(gk != NULL, "key");
+    for (int i = 0; gk != NULL && i < BUDGET_WINDOWS; i++) {
+        gpuaes_status st;
+
+        w[i] = gpuaes_ks_window_new(BUDGET_WINDOW);
+        CHECK(w[i] != NULL, "budget window %d", i);
+        if (w[i] == NULL)
+            break;
+        st = gpuaes_ks_fill(w[i], gk, ctr, BUDGET_WINDOW, 0, err); /* nobody polls: all stay counted */
+        CHECK(st != GPUAES_FAILED, "budget fill %d: %s", i, err);
+        ok[i] = st == GPUAES_OK;
+        if (st == GPUAES_BUSY) {
+            refused = i;
+            nrefused++;
+        }
+    }
+    /* Refused again and again while full: none of it may change the count. */
+    for (int r = 0; refused >= 0 && r < 4; r++)
+        CHECK(gpuaes_ks_fill(w[refused], gk, ctr, BUDGET_WINDOW, 0, err) == GPUAES_BUSY,
+              "a fill over the budget was accepted");
+    for (int i = 0; i < BUDGET_WINDOWS; i++)
+        if (ok[i])
+            CHECK(wait_ready(w[i], err) == 1, "budget window %d not ready: %s", i, err);
+    /* All ready: the budget is whole again, so a quarter of it must be accepted. */
+    for (int i = 0; gk != NULL && i < BUDGET_WINDOWS / 4; i++) {
+        CHECK(w[i] != NULL && gpuaes_ks_fill(w[i], gk, ctr, BUDGET_WINDOW, 0, err) == GPUAES_OK,
+              "fill %d refused after every window was ready: in-flight budget lost", i);
+        if (w[i] != NULL)
+            (void)wait_ready(w[i], err);
+    }
+    for (int i = 0; i < BUDGET_WINDOWS; i++)
+        gpuaes_ks_window_free(w[i]);
+    gpuaes_key_free(gk);
+    printf("in-flight budget: %d of %d fills refused while full\n", nrefused, BUDGET_WINDOWS);
+}
+
 int main(int argc, char **argv)
 {
     pthread_t th[4];
@@ -187,6 +242,8 @@ int main(int argc, char **argv)
         pthread_create(&th[i], NULL, thread_main, (void *)(uintptr_t)rnd(&seed));
     for (int i = 0; i < 4; i++)
         pthread_join(th[i], NULL);
+    gpuaes_ks_set_limit((size_t)128 << 20);
+    inflight_budget();
     /* Over the limit: no window, not an error. */
     gpuaes_ks_set_limit(0);
     {
