@@ -60,6 +60,29 @@ constexpr size_t smem_bytes()
     return (kmode_decrypts(MODE) ? kTableWords + kIsboxWords : kTableWords) * sizeof(uint32_t);
 }
 
+// The blocks of this thread (persistent grid: stride over the blocks,
+// nblocks < 2^31, no overflow).  kNoInput: CTR keystream, the input taken as zero.
+template <int NR, int MODE, bool kNoInput>
+__device__ __forceinline__ void run_blocks(const KParams &p, const SharedTab &T, const uint4 *__restrict__ in,
+                                           uint4 *__restrict__ out, uint32_t nblocks)
+{
+    const uint32_t grid_stride = gridDim.x * blockDim.x;
+    for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < nblocks; j += grid_stride) {
+        const uint4 c = kNoInput ? make_uint4(0, 0, 0, 0) : in[j];
+        uint32_t cur[4] = {c.x, c.y, c.z, c.w};
+        uint32_t prev[4] = {p.iv_raw[0], p.iv_raw[1], p.iv_raw[2], p.iv_raw[3]};
+        if (MODE == KM_CBC_DEC || MODE == KM_CFB_DEC) {
+            if (j != 0) {
+                const uint4 q = in[j - 1];
+                prev[0] = q.x; prev[1] = q.y; prev[2] = q.z; prev[3] = q.w;
+            }
+        }
+        uint32_t o[4];
+        process_block<NR, MODE>(j, cur, prev, p, T, o);
+        out[j] = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
 template <int NR, int MODE>
 __global__ void __launch_bounds__(kMaxThreads)
 aes_kernel(const __grid_constant__ KParams p, const uint4 *__restrict__ in, uint4 *__restrict__ out,
@@ -81,23 +104,9 @@ aes_kernel(const __grid_constant__ KParams p, const uint4 *__restrict__ in, uint
     const uint32_t lane = threadIdx.x & (kLanes - 1);
     const SharedTab T{reinterpret_cast<const char *>(smem + lane),
                       reinterpret_cast<const char *>(smem + kTableWords + lane), entry_bytes};
-
-    // Persistent grid: stride over the blocks (nblocks < 2^31, no overflow).
-    const uint32_t grid_stride = gridDim.x * blockDim.x;
-    for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < nblocks; j += grid_stride) {
-        const uint4 c = in[j];
-        uint32_t cur[4] = {c.x, c.y, c.z, c.w};
-        uint32_t prev[4] = {p.iv_raw[0], p.iv_raw[1], p.iv_raw[2], p.iv_raw[3]};
-        if (MODE == KM_CBC_DEC || MODE == KM_CFB_DEC) {
-            if (j != 0) {
-                const uint4 q = in[j - 1];
-                prev[0] = q.x; prev[1] = q.y; prev[2] = q.z; prev[3] = q.w;
-            }
-        }
-        uint32_t o[4];
-        process_block<NR, MODE>(j, cur, prev, p, T, o);
-        out[j] = make_uint4(o[0], o[1], o[2], o[3]);
-    }
+    // CTR without input (in == nullptr, the same for the whole grid): the keystream itself.
+    if ((MODE == KM_CTR128 || MODE == KM_CTR32) && in == nullptr) run_blocks<NR, MODE, true>(p, T, in, out, nblocks);
+    else run_blocks<NR, MODE, false>(p, T, in, out, nblocks);
 }
 
 struct KernelSlot {

@@ -14,8 +14,9 @@ namespace gpuaes {
 cudaError_t kernels_init(int sm_count);
 
 // Enqueues one kernel on `stream`: nblocks 16-byte blocks from din to dout
-// (distinct device buffers).  mode is a KMode, rounds 10/12/14.  Returns the
-// launch status (cudaGetLastError() after the launch).
+// (distinct device buffers).  mode is a KMode, rounds 10/12/14.  CTR modes
+// with din == nullptr write the keystream itself (the input taken as zero).
+// Returns the launch status (cudaGetLastError() after the launch).
 cudaError_t launch_kernel(int mode, int rounds, const KParams &p, const void *din, void *dout,
                           uint32_t nblocks, cudaStream_t stream);
 

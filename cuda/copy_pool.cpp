@@ -1,5 +1,5 @@
-// copy_pool.cpp - parallel host memcpy for the staging copies (see
-// copy_pool.h).
+// copy_pool.cpp - parallel host memcpy (and the XOR of data against GPU
+// keystream) for the staging copies (see copy_pool.h).
 //
 // Design: two FIFO queues of copies (CopyTask, owned by the caller), urgent
 // ones first, and one lock.  A copy has nparts parts (256 KiB by default,
@@ -119,6 +119,39 @@ void stream_copy(unsigned char *dst, const unsigned char *src, size_t n)
 #endif
 }
 
+// dst = src ^ ks (dst == src allowed), with non-temporal stores when
+// `stream`.  The loads are unaligned, the stores aligned once dst is.
+void xor_copy(unsigned char *dst, const unsigned char *src, const unsigned char *ks, size_t n, bool stream)
+{
+    size_t i = 0;
+#if defined(__x86_64__)
+    if (stream) {
+        const size_t head = std::min(n, (size_t)(-(uintptr_t)dst & 15));
+        for (; i < head; ++i) dst[i] = src[i] ^ ks[i];
+    }
+    for (; i + 64 <= n; i += 64) {
+        __m128i v[4];
+        for (int k = 0; k < 4; ++k)
+            v[k] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 16 * k)),
+                                 _mm_loadu_si128(reinterpret_cast<const __m128i *>(ks + i + 16 * k)));
+        for (int k = 0; k < 4; ++k) {
+            __m128i *d = reinterpret_cast<__m128i *>(dst + i + 16 * k);
+            if (stream) _mm_stream_si128(d, v[k]);
+            else _mm_storeu_si128(d, v[k]);
+        }
+    }
+    if (stream) _mm_sfence(); // publish the streaming stores before the part counts as done
+#endif
+    for (; i + 8 <= n; i += 8) {
+        uint64_t a, b;
+        std::memcpy(&a, src + i, 8);
+        std::memcpy(&b, ks + i, 8);
+        a ^= b;
+        std::memcpy(dst + i, &a, 8);
+    }
+    for (; i < n; ++i) dst[i] = src[i] ^ ks[i];
+}
+
 // Start of part k: k * part, moved down so that dst + offset is 64-byte
 // aligned (no cache line of dst is written by two threads); 0 and n at the
 // ends.  Monotonic because part >= 64.
@@ -136,7 +169,8 @@ void copy_part(const CopyTask *t, int k)
 {
     const size_t b = part_begin(t, k), e = part_begin(t, k + 1);
     if (e <= b) return;
-    if (t->stream) stream_copy(t->dst + b, t->src + b, e - b);
+    if (t->ks != nullptr) xor_copy(t->dst + b, t->src + b, t->ks + b, e - b, t->stream);
+    else if (t->stream) stream_copy(t->dst + b, t->src + b, e - b);
     else std::memcpy(t->dst + b, t->src + b, e - b);
 }
 
@@ -311,14 +345,25 @@ void copy_pool_leave()
 
 void copy_start(CopyTask *t, void *dst, const void *src, size_t n, unsigned flags)
 {
+    copy_start_xor(t, dst, src, nullptr, n, flags);
+}
+
+void copy_start_xor(CopyTask *t, void *dst, const void *src, const void *ks, size_t n, unsigned flags)
+{
     t->dst = static_cast<unsigned char *>(dst);
     t->src = static_cast<const unsigned char *>(src);
+    t->ks = static_cast<const unsigned char *>(ks);
     t->n = n;
     t->stream = (flags & kCopyStream) != 0;
     t->urgent = (flags & kCopyUrgent) != 0;
     t->next = 0;
     t->queued = false;
     t->prev = t->succ = nullptr;
+    if (n == 0) { // nothing to copy: finished
+        t->nparts = 0;
+        t->left.store(0, std::memory_order_relaxed);
+        return;
+    }
     // Parts: one per thread where that makes them at least kMinPart (a small
     // copy is latency-bound: every thread takes a share), at most g_part.
     const size_t threads = (size_t)g_nworkers.load(std::memory_order_relaxed) + 1;

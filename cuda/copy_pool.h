@@ -35,12 +35,14 @@ namespace gpuaes {
 void copy_pool_enter();
 void copy_pool_leave();
 
-// One copy in flight: memcpy(dst, src, n), ranges not overlapping.  Owned by
+// One copy in flight: memcpy(dst, src, n), ranges not overlapping; or, with
+// ks, dst = src ^ ks (dst may equal src: in place).  Owned by
 // the thread that started it; it must stay alive (and not move) until
 // copy_wait() returned.  The fields are the pool's.
 struct CopyTask {
     unsigned char *dst = nullptr;
     const unsigned char *src = nullptr;
+    const unsigned char *ks = nullptr; // XOR source (copy_start_xor), or none
     size_t n = 0;
     size_t part = 0;             // nominal part length (multiple of 64)
     int nparts = 0;
@@ -61,8 +63,11 @@ constexpr unsigned kCopyStream = 1, kCopyUrgent = 2;
 
 // Starts a copy: parts are offered to the workers (when it is large and
 // workers run), in FIFO order with the other copies of its urgency.
-// Nothing may be copied yet when it returns.
+// Nothing may be copied yet when it returns.  n == 0: finished at once.
 void copy_start(CopyTask *t, void *dst, const void *src, size_t n, unsigned flags);
+
+// The same for dst = src ^ ks (CTR: the data against keystream from the GPU).
+void copy_start_xor(CopyTask *t, void *dst, const void *src, const void *ks, size_t n, unsigned flags);
 
 // The owner copies one part of t that nobody has claimed; false when none
 // was left to claim (the rest is done or being copied by workers).

@@ -6,7 +6,10 @@
 // pinned, on the copy pool's threads), GPU (H2D, kernel(s), D2H on the
 // lane's stream), copy-out (pinned -> the caller's out[], copy pool again),
 // retired (done += n).  Lane i % lanes holds chunk i from its copy-in to its
-// retirement.  The calling thread drives the stages (a poll loop: no thread
+// retirement.  CTR without GHASH needs no input on the GPU: its GPU stage
+// makes the chunk's keystream only (no copy-in, no H2D), and its copy-out
+// is out[] = in[] ^ keystream (four passes over host memory per byte instead
+// of six, and PCIe one way).  The calling thread drives the stages (a poll loop: no thread
 // is woken per chunk) and copies parts itself when nothing else is ready.
 //
 // Why this shape (measured, bench/NOTES.md): the host copies, not PCIe or the
@@ -309,6 +312,7 @@ class Pipeline {
             gparams_.h = h_;
         }
         s_ = g128_zero();
+        ks_out_ = (kmode == KM_CTR128 || kmode == KM_CTR32) && gh_ == GhashOver::none;
         if (cf.trace_job != 0 && g_jobs.fetch_add(1) + 1 == cf.trace_job) trace_.begin(job->len / first_ + 2);
     }
 
@@ -425,7 +429,8 @@ class Pipeline {
         f.n = chunk_len(in_, job_->len - next_off_, first_, cap_);
         next_off_ += f.n;
         trace_.mark(in_, StageTrace::copy_in);
-        copy_start(&f.copy, lane_of(in_).host, job_->in + f.off, f.n, 0);
+        // Keystream chunks copy nothing in: the copy-out's XOR reads in[].
+        copy_start(&f.copy, lane_of(in_).host, job_->in + f.off, ks_out_ ? 0 : f.n, 0);
         ++in_;
         return true;
     }
@@ -467,8 +472,11 @@ class Pipeline {
             secure_wipe(&sc, sizeof sc);
         }
         // Urgent: the lane is free only once its copy-out is done.
-        copy_start(&f.copy, job_->out + off_of(i), f.result, len_of(i),
-                   kCopyUrgent | (stream_out_ ? kCopyStream : 0));
+        const unsigned flags = kCopyUrgent | (stream_out_ ? kCopyStream : 0);
+        if (ks_out_)
+            copy_start_xor(&f.copy, job_->out + off_of(i), job_->in + off_of(i), f.result, len_of(i), flags);
+        else
+            copy_start(&f.copy, job_->out + off_of(i), f.result, len_of(i), flags);
         ++out_;
         return true;
     }
@@ -525,8 +533,10 @@ class Pipeline {
         // Chain block for chunk i+1 and the iv once this chunk is retired:
         // from our pinned copy of in[], before the D2H below overwrites it
         // (and whatever out[] == in[] receives meanwhile).
-        std::memcpy(f.last_in, l.host + n - 16, 16);
-        std::memcpy(chain_, f.last_in, 16);
+        if (kmode_ == KM_CBC_DEC || kmode_ == KM_CFB_DEC) {
+            std::memcpy(f.last_in, l.host + n - 16, 16);
+            std::memcpy(chain_, f.last_in, 16);
+        }
         f.result = l.host;
 
         // Zero-copy: for chunks up to 1 MiB (not GCM, whose GHASH wants the
@@ -542,24 +552,27 @@ class Pipeline {
             if (injected(i, fault_ == Fault::copyin || fault_ == Fault::launch || fault_ == Fault::copyout, "launch",
                          "cudaLaunchKernel"))
                 return false;
-            const cudaError_t ez = launch_kernel(kmode_, job_->key->rounds, params_, l.host_dev,
-                                                 l.host_dev + cap_ + 64, (uint32_t)(n / 16), l.stream);
+            // Keystream needs no input and goes where the input would be.
+            const size_t result = ks_out_ ? 0 : cap_ + 64;
+            const cudaError_t ez = launch_kernel(kmode_, job_->key->rounds, params_, ks_out_ ? nullptr : l.host_dev,
+                                                 l.host_dev + result, (uint32_t)(n / 16), l.stream);
             if (ez != cudaSuccess) {
                 fail("launch", "cudaLaunchKernel", ez);
                 return false;
             }
-            f.result = l.host + cap_ + 64;
+            f.result = l.host + result;
             return true;
         }
 
         if (injected(i, fault_ == Fault::copyin, "copyin", "cudaMemcpyAsync")) return false;
-        cudaError_t e = cudaMemcpyAsync(l.din, l.host, n, cudaMemcpyHostToDevice, l.stream);
+        cudaError_t e = ks_out_ ? cudaSuccess : cudaMemcpyAsync(l.din, l.host, n, cudaMemcpyHostToDevice, l.stream);
         if (e != cudaSuccess) {
             fail("copyin", "cudaMemcpyAsync", e);
             return false;
         }
         if (injected(i, fault_ == Fault::launch, "launch", "cudaLaunchKernel")) return false;
-        e = launch_kernel(kmode_, job_->key->rounds, params_, l.din, l.dout, (uint32_t)(n / 16), l.stream);
+        e = launch_kernel(kmode_, job_->key->rounds, params_, ks_out_ ? nullptr : l.din, l.dout, (uint32_t)(n / 16),
+                          l.stream);
         if (e != cudaSuccess) {
             fail("launch", "cudaLaunchKernel", e);
             return false;
@@ -657,6 +670,7 @@ class Pipeline {
     size_t zero_copy_ = 0; // chunks up to this long run zero-copy (stage_gpu)
     size_t next_off_ = 0; // where the next chunk begins
     bool stream_out_ = true;
+    bool ks_out_ = false; // CTR: the GPU stage makes keystream, the copy-out XORs it with in[]
     Fault fault_;
     size_t limit_ = SIZE_MAX;
     size_t in_ = 0, gpu_ = 0, out_ = 0, done_ = 0;

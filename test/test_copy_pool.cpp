@@ -2,8 +2,9 @@
 // no GPU needed: many copies in flight at once from several owner threads,
 // odd sizes and alignments, plain and streaming stores, owners helping and
 // waiting out of order, and the workers stopped and restarted while copies
-// are in flight.  Every byte of every destination is checked, and the bytes
-// around it must be untouched.
+// are in flight; XOR copies (dst = src ^ ks, staging's CTR copy-out), also in
+// place.  Every byte of every destination is checked, and the bytes around
+// it must be untouched.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -24,27 +25,48 @@ std::atomic<int> g_failures{0};
 constexpr size_t kGuard = 64;
 constexpr unsigned char kGuardByte = 0xA5;
 
+enum Kind { kCopy, kXor, kXorInPlace };
+
 struct Buf {
     std::vector<unsigned char> src, dst; // dst has kGuard bytes either side
+    std::vector<unsigned char> ks, want; // XOR: the keystream, and src ^ ks
     size_t n = 0, src_off = 0, dst_off = 0;
+    Kind kind = kCopy;
 };
 
-void make(Buf &b, std::mt19937_64 &rng, size_t n)
+unsigned char *dst_of(Buf &b) { return b.dst.data() + kGuard + b.dst_off; }
+
+void make(Buf &b, std::mt19937_64 &rng, size_t n, Kind kind)
 {
     b.n = n;
+    b.kind = kind;
     b.src_off = rng() % 64;
     b.dst_off = rng() % 64;
     b.src.resize(b.src_off + n);
     for (size_t i = 0; i < b.src.size(); ++i) b.src[i] = (unsigned char)(rng() >> 17);
     b.dst.assign(b.dst_off + n + 2 * kGuard, kGuardByte);
+    b.want.assign(b.src.begin() + (long)b.src_off, b.src.end());
+    if (kind == kCopy) return;
+    b.ks.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+        b.ks[i] = (unsigned char)(rng() >> 23);
+        b.want[i] ^= b.ks[i];
+    }
+    if (kind == kXorInPlace) std::memcpy(dst_of(b), b.src.data() + b.src_off, n);
 }
 
-unsigned char *dst_of(Buf &b) { return b.dst.data() + kGuard + b.dst_off; }
+void start(CopyTask *t, Buf &b, unsigned flags)
+{
+    unsigned char *d = dst_of(b);
+    const unsigned char *src = b.kind == kXorInPlace ? d : b.src.data() + b.src_off;
+    if (b.kind == kCopy) copy_start(t, d, src, b.n, flags);
+    else copy_start_xor(t, d, src, b.ks.data(), b.n, flags);
+}
 
 void check(const Buf &b, const char *what)
 {
     const unsigned char *d = b.dst.data() + kGuard + b.dst_off;
-    if (std::memcmp(d, b.src.data() + b.src_off, b.n) != 0) {
+    if (std::memcmp(d, b.want.data(), b.n) != 0) {
         std::fprintf(stderr, "FAIL %s: %zu bytes differ from the source\n", what, b.n);
         ++g_failures;
     }
@@ -81,8 +103,8 @@ void owner(unsigned seed, int rounds)
         Buf b[4];
         CopyTask t[4];
         for (int i = 0; i < k; ++i) {
-            make(b[i], rng, random_size(rng));
-            copy_start(&t[i], dst_of(b[i]), b[i].src.data() + b[i].src_off, b[i].n, (unsigned)(rng() & 3));
+            make(b[i], rng, random_size(rng), (Kind)(rng() % 3));
+            start(&t[i], b[i], (unsigned)(rng() & 3));
         }
         for (int s = 0; s < 8; ++s) (void)copy_help(&t[rng() % k]);
         int order[4] = {0, 1, 2, 3};
@@ -95,7 +117,7 @@ void owner(unsigned seed, int rounds)
                 std::fprintf(stderr, "FAIL: copy_wait returned before the copy finished\n");
                 ++g_failures;
             }
-            check(bb, "copy");
+            check(bb, bb.kind == kCopy ? "copy" : bb.kind == kXor ? "xor" : "xor in place");
         }
     }
 }
@@ -109,7 +131,7 @@ int main()
     {
         Buf b;
         std::mt19937_64 rng(2);
-        make(b, rng, (size_t(3) << 20) + 5);
+        make(b, rng, (size_t(3) << 20) + 5, kCopy);
         parallel_memcpy(dst_of(b), b.src.data() + b.src_off, b.n);
         check(b, "parallel_memcpy without workers");
     }
