@@ -99,11 +99,12 @@ static void settings_load_keystream(gpuaes_prov *prov, OSSL_FUNC_core_get_params
                                      "GPUAES_KEYSTREAM_MAX_WINDOW", (size_t)4 << 20) & ~(size_t)15;
     prov->ks_total = knob_bytes(prov, core_get_params, "keystream_total_bytes",
                                 "GPUAES_KEYSTREAM_TOTAL_BYTES", (size_t)256 << 20);
-    /* One GPU's PCIe (~55 GB/s) feeds a few streams at XOR speed (~20 GB/s
-     * each); more streams in keystream mode only starve each other, while
-     * the rest do better on their own cores (bench/NOTES.md, section 6). */
+    /* One GPU's D2H (~55 GB/s) feeds two streams at XOR speed (~20-25 GB/s
+     * each); more streams in keystream mode share the same keystream and
+     * waste more of it, while the rest do as well on their own cores
+     * (bench/NOTES.md, section 10: 2 beat 1 at 2, 4 and 8 threads). */
     prov->ks_max_streams = knob_bytes(prov, core_get_params, "keystream_max_streams",
-                                      "GPUAES_KEYSTREAM_MAX_STREAMS", 1);
+                                      "GPUAES_KEYSTREAM_MAX_STREAMS", 2);
     if (prov->ks_max_streams == 0)
         prov->ks_enabled = 0;
     if (prov->ks_max_window < 16 || prov->ks_total < prov->ks_max_window)
