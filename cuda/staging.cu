@@ -8,9 +8,10 @@
 // retired (done += n).  Lane i % lanes holds chunk i from its copy-in to its
 // retirement.  CTR without GHASH needs no input on the GPU: its GPU stage
 // makes the chunk's keystream only (no copy-in, no H2D), and its copy-out
-// is out[] = in[] ^ keystream (four passes over host memory per byte instead
-// of six, and PCIe one way).  The calling thread drives the stages (a poll loop: no thread
-// is woken per chunk) and copies parts itself when nothing else is ready.
+// is out[] = in[] ^ keystream (four passes over host memory per byte
+// instead of six, and PCIe one way).  The calling thread drives the stages
+// (a poll loop: no thread is woken per chunk) and copies parts itself when
+// nothing else is ready.
 //
 // Why this shape (measured, bench/NOTES.md): the host copies, not PCIe or the
 // kernels, bound one job; copy-ins and copy-outs of different chunks
@@ -515,7 +516,8 @@ class Pipeline {
         return false;
     }
 
-    // Chunk i is in its lane's pinned buffer: H2D, kernel(s), D2H.
+    // Chunk i is in its lane's pinned buffer (keystream chunks: nothing is):
+    // H2D, kernel(s), D2H, or one zero-copy kernel.
     bool stage_gpu(size_t i)
     {
         Lane &l = lane_of(i);
