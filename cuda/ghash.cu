@@ -1,10 +1,13 @@
 // ghash.cu - GHASH kernels (the math and the scheme: ghash.cuh).
 //
 // ghash_partial_kernel, CUDA blocks 0..B-1: 8 data warps hash S = 256k
-// consecutive blocks (lane Horner with H^32, four blocks per reduction; lane
-// powers; warp powers) into one partial each; a ninth "power" warp builds
-// the lane and warp powers meanwhile.  CUDA block B (one more) builds the
-// final kernel's powers into the scratch.
+// consecutive blocks into one partial each.  A warp's 32k blocks go through
+// 8 Horner chains on the tensor cores (ghash_mma.cuh: stride 8, H^8, four
+// blocks a step), then the chains' values times H^(8-n) (lane powers) and the
+// warps' times their warp powers are summed; a ninth "power" warp builds the
+// lane and warp powers meanwhile.  CUDA block B (one more) builds the final
+// kernel's powers into the scratch.  The matrices' fragments come from the
+// scratch (upload_ghash_frags, enqueued earlier on the same stream).
 // ghash_final_kernel: one CUDA block, sum_b P_b * H^(S(B-1-b)) -> *out.
 // Both are enqueued on the caller's stream, so they are ordered after the
 // kernel that produced the ciphertext and before the D2H of the result.
@@ -26,10 +29,8 @@
 
 #include "ghash.cuh"
 #include "ghash_launch.h"
+#include "ghash_mma.cuh"
 
-#ifndef GPUAES_GHASH_AGG
-#define GPUAES_GHASH_AGG 4 // blocks per reduction in a lane's Horner: 2 or 4
-#endif
 #ifndef GPUAES_GHASH_PDL
 #define GPUAES_GHASH_PDL 1 // programmatic dependent launch on sm_90
 #endif
@@ -42,7 +43,6 @@ static_assert(kGhashWarps <= 8 && (kGhashWarps & (kGhashWarps - 1)) == 0, "warp 
 
 // Kernel arguments besides GParams and buffers.
 struct GhashArgs {
-    G128 h96;         // H^96 (for four blocks per reduction; from the host)
     uint32_t k;       // blocks per lane
     int log2k;
     int levels;       // log2(N)
@@ -79,82 +79,44 @@ __device__ __forceinline__ G128 warp_xor(G128 v)
     return v;
 }
 
-__device__ __forceinline__ uint4 load_block(const uint4 *__restrict__ data, uint32_t pad, uint64_t q)
+__device__ __forceinline__ G128 to_g128(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3)
 {
-    return q >= pad ? data[q - pad] : make_uint4(0, 0, 0, 0); // q, pad public
-}
-
-__device__ __forceinline__ G128 to_g128(const uint4 c)
-{
-    G128 g = {{bswap32(c.x), bswap32(c.y), bswap32(c.z), bswap32(c.w)}};
+    G128 g = {{bswap32(w0), bswap32(w1), bswap32(w2), bswap32(w3)}};
     return g;
 }
 
-// A split operand in shared memory, read row by row where it is used (a
-// broadcast: every lane reads the same 16 bytes).  The volatile asm keeps the
-// compiler from hoisting all the rows into registers for the whole loop.
-struct SharedSplit {
-    const GSplit *s;
-    __device__ __forceinline__ void row(int i, uint32_t &y0, uint32_t &y1, uint32_t &y2, uint32_t &y3) const
-    {
-        const unsigned a = (unsigned)__cvta_generic_to_shared(&s->v[i][0]);
-        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(y0), "=r"(y1), "=r"(y2), "=r"(y3) : "r"(a));
-    }
-};
-
-// A lane's Horner over its k blocks (k a power of two), q0 = padded index of
-// its first block, stride 32: sum_j C_j H^(32(k-1-j)).  hs = H^32, H^64,
-// H^96, H^128 split.  Loads run one step ahead of the arithmetic.
-template <int AGG>
-__device__ __forceinline__ G128 lane_horner(const uint4 *__restrict__ data, uint32_t pad, uint64_t q0, uint32_t k,
-                                            const GSplit *hs)
+// Word t of padded block q (zero in the padding; q, pad public).
+__device__ __forceinline__ uint32_t load_word(const uint32_t *__restrict__ data, uint32_t pad, uint64_t q, uint32_t t)
 {
-    const SharedSplit h32{hs}, h64{hs + 1}, h96{hs + 2}, h128{hs + 3};
-    if (k == 1) return to_g128(load_block(data, pad, q0));
-    if (AGG == 2 || k == 2) {
-        uint4 n0 = load_block(data, pad, q0), n1 = load_block(data, pad, q0 + 32);
-        uint4 c0 = n0, c1 = n1;
-        if (k > 2) {
-            n0 = load_block(data, pad, q0 + 64);
-            n1 = load_block(data, pad, q0 + 96);
+    return q >= pad ? data[4 * (q - pad) + t] : 0u;
+}
+
+// A warp's 32k padded blocks from q0, as 8 chains (ghash_mma.cuh): lane
+// (g, t) runs word t of chain g over blocks q0 + g + 8j, j < 4k, one step of
+// four ahead in its loads.  Returns, in lanes 0..7, chain `lane`'s value
+// sum_j C_{g+8j} H^(8(4k-1-j)) (the other lanes: don't care).
+__device__ __forceinline__ G128 warp_chains(const uint32_t *__restrict__ data, uint32_t pad, uint64_t q0, uint32_t k,
+                                            const uint4 (&a)[kMmaPairs][kMmaTiles], uint32_t lane)
+{
+    const uint32_t g = lane >> 2, t = lane & 3;
+    const uint64_t q = q0 + g;
+    uint32_t next[kMmaStep], c[kMmaStep];
+#pragma unroll
+    for (int i = 0; i < kMmaStep; ++i) next[i] = load_word(data, pad, q + 8 * i, t);
+    uint32_t x = 0;
+    for (uint32_t s = 0; s < k; ++s) {
+#pragma unroll
+        for (int i = 0; i < kMmaStep; ++i) c[i] = next[i];
+        if (s + 1 < k) {
+#pragma unroll
+            for (int i = 0; i < kMmaStep; ++i) next[i] = load_word(data, pad, q + 32 * (uint64_t)(s + 1) + 8 * i, t);
         }
-        G128 x = ghash_first2(to_g128(c0), to_g128(c1), h32);
-        for (uint32_t j = 2; j < k; j += 2) {
-            c0 = n0;
-            c1 = n1;
-            if (j + 2 < k) {
-                n0 = load_block(data, pad, q0 + 32 * (uint64_t)(j + 2));
-                n1 = load_block(data, pad, q0 + 32 * (uint64_t)(j + 3));
-            }
-            x = ghash_step2(x, to_g128(c0), to_g128(c1), h32, h64);
-        }
-        return x;
+        x = mma_step(x, c, a, lane);
     }
-    uint4 n[4], c[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) n[i] = load_block(data, pad, q0 + 32 * i);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) c[i] = n[i];
-    if (k > 4) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) n[i] = load_block(data, pad, q0 + 32 * (4 + i));
-    }
-    G128 g[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) g[i] = to_g128(c[i]);
-    G128 x = ghash_first4(g, h32, h64, h96);
-    for (uint32_t j = 4; j < k; j += 4) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) c[i] = n[i];
-        if (j + 4 < k) {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) n[i] = load_block(data, pad, q0 + 32 * (uint64_t)(j + 4 + i));
-        }
-#pragma unroll
-        for (int i = 0; i < 4; ++i) g[i] = to_g128(c[i]);
-        x = ghash_step4(x, g, h32, h64, h96, h128);
-    }
-    return x;
+    // Chain g's four words, from lanes 4g..4g+3, into lane g.
+    const uint32_t src = 4 * (lane & 7);
+    return to_g128(__shfl_sync(0xffffffffu, x, src), __shfl_sync(0xffffffffu, x, src + 1),
+                   __shfl_sync(0xffffffffu, x, src + 2), __shfl_sync(0xffffffffu, x, src + 3));
 }
 
 // One warp builds the 32-table of Q = pw[base] (ghash.cuh) and returns entry
@@ -174,12 +136,10 @@ __device__ __forceinline__ G128 warp_pow32(const G128 *pw, int base, int levels,
     return gf_mul(a, b);
 }
 
-template <int AGG>
 __global__ void __launch_bounds__(kPartialThreads, 2)
 ghash_partial_kernel(const __grid_constant__ GParams p, const __grid_constant__ GhashArgs g,
-                     const uint4 *__restrict__ data, G128 *__restrict__ scratch)
+                     const uint32_t *__restrict__ data, G128 *__restrict__ scratch)
 {
-    __shared__ GSplit s_h[4];             // H^32, H^64, H^96, H^128
     __shared__ G128 s_lane[32];           // H^(32 - l)
     __shared__ G128 s_wpow[kGhashWarps];  // H^(32k(W-1-w))
     __shared__ G128 s_wsum[kGhashWarps];  // the warps' GHASH
@@ -205,17 +165,18 @@ ghash_partial_kernel(const __grid_constant__ GParams p, const __grid_constant__ 
         }
         return;
     }
-    if (threadIdx.x < 4) {
-        const G128 hp = threadIdx.x == 0 ? p.pw[5] : threadIdx.x == 1 ? p.pw[6] : threadIdx.x == 2 ? g.h96 : p.pw[7];
-        g_split(hp, s_h[threadIdx.x]);
-    }
-    __syncthreads();
-
     G128 x = g128_zero();
     if (warp < kGhashWarps) {
         grid_dep_wait(); // the data comes from the kernel before
-        const uint64_t q0 = seg + ((uint64_t)warp << (5 + g.log2k)) + lane;
-        x = lane_horner<AGG>(data, p.pad, q0, g.k, s_h);
+        // This lane's A fragments (secret: registers only, indexed by lane).
+        const uint4 *frag = reinterpret_cast<const uint4 *>(scratch + kGhashFragAt);
+        uint4 a[kMmaPairs][kMmaTiles];
+#pragma unroll
+        for (int pr = 0; pr < kMmaPairs; ++pr)
+#pragma unroll
+            for (int m = 0; m < kMmaTiles; ++m) a[pr][m] = frag[(pr * kMmaTiles + m) * 32 + lane];
+        const uint64_t q0 = seg + ((uint64_t)warp << (5 + g.log2k));
+        x = warp_chains(data, p.pad, q0, g.k, a, lane);
     } else {
         // The power warp: lane powers (the 32-table of H) and warp powers (the
         // 8-table of H^(32k)), three rounds of one multiply per lane.
@@ -244,7 +205,8 @@ ghash_partial_kernel(const __grid_constant__ GParams p, const __grid_constant__ 
     }
     __syncthreads();
     if (warp < kGhashWarps) {
-        const G128 y = warp_xor(gf_mul(x, s_lane[lane]));
+        // Chain n (lane n < 8) times H^(8-n) = s_lane[24 + n].
+        const G128 y = warp_xor(g128_sel(lane < kMmaCols, gf_mul(x, s_lane[24 + (lane & 7)]), g128_zero()));
         if (lane == 0) s_wsum[warp] = y;
     }
     __syncthreads();
@@ -320,6 +282,11 @@ cudaError_t launch(void (*kernel)(Args...), dim3 grid, dim3 block, cudaStream_t 
 
 } // namespace
 
+cudaError_t upload_ghash_frags(const GhashFrags *f, G128 *scratch, cudaStream_t stream)
+{
+    return cudaMemcpyAsync(scratch + kGhashFragAt, f, sizeof *f, cudaMemcpyHostToDevice, stream);
+}
+
 cudaError_t launch_ghash(const GParams &p, const GhashPlan &pl, const void *data, G128 *scratch, G128 *out,
                          cudaStream_t stream)
 {
@@ -328,7 +295,6 @@ cudaError_t launch_ghash(const GParams &p, const GhashPlan &pl, const void *data
         pl.levels < 8 || pl.levels > kGhashMaxLevels || (1ull << pl.block_levels) != (uint64_t)pl.threads * pl.per_lane)
         return cudaErrorInvalidValue;
     GhashArgs g;
-    g.h96 = gf_mul(p.pw[5], p.pw[6]); // H^32 * H^64
     g.k = pl.per_lane;
     g.log2k = 0;
     while ((1u << g.log2k) < pl.per_lane) ++g.log2k;
@@ -336,9 +302,8 @@ cudaError_t launch_ghash(const GParams &p, const GhashPlan &pl, const void *data
     g.block_levels = pl.block_levels;
     const bool pdl = pdl_ok();
     (void)cudaGetLastError();
-    cudaError_t e = launch(ghash_partial_kernel<GPUAES_GHASH_AGG>, dim3(pl.blocks + 1), dim3(kPartialThreads), stream,
-                           pdl, p, g, static_cast<const uint4 *>(data), scratch);
-    g.h96 = g128_zero();
+    cudaError_t e = launch(ghash_partial_kernel, dim3(pl.blocks + 1), dim3(kPartialThreads), stream, pdl, p, g,
+                           static_cast<const uint32_t *>(data), scratch);
     if (e != cudaSuccess) return e;
     const uint32_t threads = pl.blocks < 32 ? 32 : pl.blocks;
     return launch(ghash_final_kernel, dim3(1), dim3(threads), stream, pdl, static_cast<const G128 *>(scratch),

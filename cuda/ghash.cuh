@@ -20,20 +20,20 @@
 // ~240 LOP3 per product, ~400 instructions per block with the reduction
 // shared by four blocks, against ~1500 for the bitwise shift-and-add this
 // replaces.  The product is linear in each operand before the reduction, so
-// several products are summed unreduced and reduced once (GAcc).
+// several products are summed unreduced and reduced once (GAcc).  The bulk of
+// the work, the chains' Horner steps, runs on the tensor cores instead
+// (ghash_mma.cuh); gf_mul makes the powers and combines the chains.
 //
 // The parallel scheme (kernels in ghash.cu; every count is public):
 //   - the blocks are padded at the FRONT with `pad` zero blocks to N = 2^levels
 //     (leading zeros leave a GHASH from zero at zero); pw[L] = H^(2^L) come
 //     precomputed from the host (ghash_powers with m = 1);
 //   - CUDA block b of the partial kernel owns S = 32*W*k consecutive blocks
-//     (W = 8 data warps, k blocks per lane, 256 CUDA blocks for large
-//     chunks: k = 8 for 8 MiB); warp w the 32*k blocks from 32*k*w; lane l
-//     of it blocks l, l+32, .., l+32(k-1) (coalesced loads) and runs Horner
-//     with H^32, four blocks per reduction (ghash_step4:
-//     x*H^128 ^ c0*H^96 ^ c1*H^64 ^ c2*H^32 ^ c3, three of the four products
-//     independent of x): X_l = sum_j C_{32j+l} H^(32(k-1-j));
-//   - the warp's GHASH: S_w = sum_l X_l * H^(32-l) (lane powers), XORed over
+//     (W = 8 data warps, k "blocks per lane", 256 CUDA blocks for large
+//     chunks: k = 8 for 8 MiB); warp w the 32*k blocks from 32*k*w, as 8
+//     chains: chain n over blocks n, n+8, .., Horner with H^8 on the tensor
+//     cores (ghash_mma.cuh), X_n = sum_j C_{8j+n} H^(8(4k-1-j));
+//   - the warp's GHASH: S_w = sum_n X_n * H^(8-n) (lane powers 24..31), XORed over
 //     the warp with shuffles; the CUDA block's: sum_w S_w * H^(32k(W-1-w))
 //     (warp powers); the chunk's (final kernel): sum_b P_b * H^(S(B-1-b)),
 //     as lane and warp powers of H^S again.  These powers are products of the
@@ -45,14 +45,15 @@
 // branch and no data-dependent shift or index: masks, integer multiplies
 // (IMAD.WIDE has a fixed latency and issue rate whatever its operands, as
 // 64-bit MUL has on the x86 and Arm cores the host test runs on), shifts by
-// constants and XORs.  Every memory address (global loads of the chunk,
+// constants and XORs; the tensor cores' MMAs likewise (ghash_mma.cuh).  Every
+// memory address (global loads of the chunk and of the matrices' fragments,
 // shared-memory powers, the scratch) depends only on public values: block,
-// warp and lane indices, n, pad, k.  Shared-memory reads are either the same
-// address for the whole warp (a broadcast: the split powers H^32..H^128) or
-// lane l reading entry l (its own 16 bytes: the lane powers), so the bank
-// pattern never depends on secrets.  The exponents of the powers are public;
-// their bits choose among public slots.  No table of H or of the data exists,
-// so there is nothing to replicate per bank.
+// warp and lane indices, n, pad, k.  Shared-memory reads are lane l reading
+// entry l (its own 16 bytes: the lane powers) or one entry for the whole
+// warp (a broadcast), so the bank pattern never depends on secrets.  The
+// exponents of the powers are public; their bits choose among public slots.
+// No table indexed by H or by the data exists, so there is nothing to
+// replicate per bank.
 #ifndef GPUAES_GHASH_CUH
 #define GPUAES_GHASH_CUH
 
@@ -100,10 +101,11 @@ constexpr uint32_t kGhashThreads = 32 * kGhashWarps; // data threads per CUDA bl
 constexpr uint32_t kGhashTargetBlocks = GPUAES_GHASH_TARGET_BLOCKS; // CUDA blocks the plan aims at (2 per SM)
 constexpr uint32_t kGhashMaxPartials = 256;          // B <= this
 static_assert(kGhashTargetBlocks <= kGhashMaxPartials, "plan");
-// Scratch entries (G128) of launch_ghash: partials at [0, B), the final
-// kernel's powers at [kGhashTab, kGhashTab + 64); staging.cu puts the result
-// right after them (scratch + kGhashMaxFinal).
+// Scratch entries (G128) of launch_ghash: partials at [0, B), the tensor
+// cores' matrices at [kGhashFragAt, +512) (GhashFrags, upload_ghash_frags),
+// the final kernel's powers at [kGhashTab, kGhashTab + 64).
 constexpr uint32_t kGhashMaxFinal = 1024;
+constexpr uint32_t kGhashFragAt = kGhashMaxPartials;
 constexpr uint32_t kGhashTab = kGhashMaxFinal - 64;
 
 // ---- field arithmetic ------------------------------------------------------
@@ -156,17 +158,9 @@ GPUAES_HD void g_kwords(const G128 &x, uint32_t k[9])
 }
 
 // An operand prepared for g_mul_acc: its Karatsuba words split into the 4 bit
-// classes, v[i][r] = word_i & (0x11111111 << r).  16-byte rows: one 128-bit
-// shared-memory load each on the GPU.
+// classes, v[i][r] = word_i & (0x11111111 << r).
 struct alignas(16) GSplit {
     uint32_t v[9][4];
-    GPUAES_HD void row(int i, uint32_t &y0, uint32_t &y1, uint32_t &y2, uint32_t &y3) const
-    {
-        y0 = v[i][0];
-        y1 = v[i][1];
-        y2 = v[i][2];
-        y3 = v[i][3];
-    }
 };
 
 GPUAES_HD void g_split(const G128 &y, GSplit &s)
@@ -204,21 +198,15 @@ GPUAES_HD void g_acc_zero(GAcc &a)
     for (int i = 0; i < 9; ++i) a.p[i] = 0;
 }
 
-// acc ^= x * y, unreduced (y prepared by g_split; Y is GSplit or, in the
-// kernels, a view of one in shared memory with the same row()).
-template <class Y>
-GPUAES_HD void g_mul_acc(GAcc &acc, const G128 &x, const Y &y)
+// acc ^= x * y, unreduced (y prepared by g_split).
+GPUAES_HD void g_mul_acc(GAcc &acc, const G128 &x, const GSplit &y)
 {
     uint32_t k[9];
     g_kwords(x, k);
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-    for (int i = 0; i < 9; ++i) {
-        uint32_t y0, y1, y2, y3;
-        y.row(i, y0, y1, y2, y3);
-        acc.p[i] ^= g_bmul32(k[i], y0, y1, y2, y3);
-    }
+    for (int i = 0; i < 9; ++i) acc.p[i] ^= g_bmul32(k[i], y.v[i][0], y.v[i][1], y.v[i][2], y.v[i][3]);
 }
 
 // Karatsuba 64 x 64: p0 = lo*lo', p1 = hi*hi', pm = (lo^hi)*(lo'^hi') -> 128
@@ -280,74 +268,6 @@ GPUAES_HD G128 gf_mul(const G128 &x, const G128 &y)
     g_acc_zero(a);
     g_mul_acc(a, x, s);
     return g_reduce(a);
-}
-
-// ---- the steps of the scheme -----------------------------------------------
-
-// Block i of a chunk as a field element.  `raw` holds the chunk as 32-bit
-// little-endian words, four per block (what a uint4 load gives).
-GPUAES_HD G128 ghash_load(const uint32_t *raw, uint32_t i)
-{
-#if defined(__CUDA_ARCH__)
-    const uint4 c = reinterpret_cast<const uint4 *>(raw)[i];
-    G128 g = {{bswap32(c.x), bswap32(c.y), bswap32(c.z), bswap32(c.w)}};
-#else
-    G128 g = {{bswap32(raw[4 * i]), bswap32(raw[4 * i + 1]), bswap32(raw[4 * i + 2]), bswap32(raw[4 * i + 3])}};
-#endif
-    return g;
-}
-
-// Padded block q of a chunk (zero below `pad`; the test is on public indices).
-GPUAES_HD G128 ghash_block(const GParams &p, const uint32_t *raw, uint64_t q)
-{
-    return q >= p.pad ? ghash_load(raw, (uint32_t)(q - p.pad)) : g128_zero();
-}
-
-// A lane's Horner over two blocks with one reduction: x*H^64 ^ c0*H^32 ^ c1
-// (h32, h64: H^32 and H^64 split).
-template <class Y>
-GPUAES_HD G128 ghash_step2(const G128 &x, const G128 &c0, const G128 &c1, const Y &h32, const Y &h64)
-{
-    GAcc a;
-    g_acc_zero(a);
-    g_mul_acc(a, x, h64);
-    g_mul_acc(a, c0, h32);
-    return g128_xor(g_reduce(a), c1);
-}
-
-// The first two blocks (x = 0): c0*H^32 ^ c1.
-template <class Y>
-GPUAES_HD G128 ghash_first2(const G128 &c0, const G128 &c1, const Y &h32)
-{
-    GAcc a;
-    g_acc_zero(a);
-    g_mul_acc(a, c0, h32);
-    return g128_xor(g_reduce(a), c1);
-}
-
-// Four blocks with one reduction: x*H^128 ^ c0*H^96 ^ c1*H^64 ^ c2*H^32 ^ c3.
-template <class Y>
-GPUAES_HD G128 ghash_step4(const G128 &x, const G128 c[4], const Y &h32, const Y &h64, const Y &h96, const Y &h128)
-{
-    GAcc a;
-    g_acc_zero(a);
-    g_mul_acc(a, x, h128);
-    g_mul_acc(a, c[0], h96);
-    g_mul_acc(a, c[1], h64);
-    g_mul_acc(a, c[2], h32);
-    return g128_xor(g_reduce(a), c[3]);
-}
-
-// The first four blocks (x = 0).
-template <class Y>
-GPUAES_HD G128 ghash_first4(const G128 c[4], const Y &h32, const Y &h64, const Y &h96)
-{
-    GAcc a;
-    g_acc_zero(a);
-    g_mul_acc(a, c[0], h96);
-    g_mul_acc(a, c[1], h64);
-    g_mul_acc(a, c[2], h32);
-    return g128_xor(g_reduce(a), c[3]);
 }
 
 // ---- powers of H for the combine ---------------------------------------------

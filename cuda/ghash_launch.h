@@ -5,16 +5,24 @@
 #include <cuda_runtime_api.h>
 
 #include "ghash.cuh"
+#include "ghash_mma.cuh"
 
 namespace gpuaes {
 
 // Bytes of device scratch launch_ghash() needs (one partial per CUDA block).
 constexpr size_t kGhashScratch = kGhashMaxFinal * sizeof(G128);
 
+// Enqueues the copy of the tensor cores' matrices for H (ghash_frags) into
+// `scratch` on `stream`.  f is host memory, pinned for the copy to be
+// asynchronous, and must stay unchanged until the copy is done.
+cudaError_t upload_ghash_frags(const GhashFrags *f, G128 *scratch, cudaStream_t stream);
+
 // Enqueues GHASH (from a zero state) of the pl-shaped chunk at `data`
 // (device memory, 16-byte aligned) on `stream`; the 16-byte result, as a
 // G128, lands in device memory at *out.  p.pw[0 .. pl.levels) must hold
-// H^(m*2^L), p.m/pad/nb the plan's values.  Returns the launch status.
+// H^(m*2^L), p.m/pad/nb the plan's values, and the scratch the matrices for
+// the same H (upload_ghash_frags, enqueued before on this stream or
+// complete).  Returns the launch status.
 cudaError_t launch_ghash(const GParams &p, const GhashPlan &pl, const void *data, G128 *scratch, G128 *out,
                          cudaStream_t stream);
 

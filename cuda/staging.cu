@@ -66,9 +66,11 @@ struct StagingConfig {
     bool stream_out = true;         // GPUAES_COPY_STREAM: non-temporal stores into out[]
     long trace_job = 0;             // GPUAES_STAGING_TRACE=N: time the stages of the N-th job (stderr)
     size_t zero_copy = size_t(1) << 20; // GPUAES_STAGING_ZEROCOPY: chunks up to this long skip H2D/D2H (stage_gpu)
-    // Pinned bytes per lane: the chunk, its GHASH (GCM) at +chunk, and with
-    // zero-copy a second chunk at +chunk+64 for the kernel's output.
-    size_t host_bytes() const { return zero_copy != 0 ? 2 * chunk + 64 : chunk + 64; }
+    // Pinned bytes per lane: the chunk, its GHASH (GCM) at +chunk, with
+    // zero-copy a second chunk at +chunk+64 for the kernel's output, and last
+    // the GHASH matrices (GCM) that the lane uploads.
+    size_t frags_offset() const { return zero_copy != 0 ? 2 * chunk + 64 : chunk + 64; }
+    size_t host_bytes() const { return frags_offset() + sizeof(GhashFrags); }
 };
 
 StagingConfig g_config;
@@ -168,6 +170,10 @@ struct Lane {
     void *din = nullptr;           // device input, chunk bytes
     void *dout = nullptr;          // device output (separate: CBC/CFB read in[j-1])
     G128 *dgh = nullptr;           // device GHASH scratch, kGhashBytes
+    // GCM: the H whose matrices (GhashFrags) are in dgh, uploaded on `stream`.
+    // Kept across jobs: a new key costs one 8 KiB upload per lane.
+    G128 frags_h{};
+    bool frags_ok = false;
 };
 
 enum class SlotState { empty, creating, idle, busy, dead };
@@ -227,6 +233,7 @@ void destroy_slot(Slot *s, bool wipe, bool cuda)
         if (l.dgh != nullptr) (void)cudaFree(l.dgh);
         if (l.host != nullptr) (void)cudaFreeHost(l.host);
         if (l.stream != nullptr) (void)cudaStreamDestroy(l.stream);
+        secure_wipe(&l.frags_h, sizeof l.frags_h);
         l = Lane();
     }
     s->nlanes = 0;
@@ -574,7 +581,12 @@ class Pipeline {
         }
 
         if (injected(i, fault_ == Fault::copyin, "copyin", "cudaMemcpyAsync")) return false;
-        cudaError_t e = ks_out_ ? cudaSuccess : cudaMemcpyAsync(l.din, l.host, n, cudaMemcpyHostToDevice, l.stream);
+        cudaError_t e = gh_ != GhashOver::none ? ensure_frags(l) : cudaSuccess;
+        if (e != cudaSuccess) {
+            fail("copyin", "cudaMemcpyAsync", e);
+            return false;
+        }
+        e = ks_out_ ? cudaSuccess : cudaMemcpyAsync(l.din, l.host, n, cudaMemcpyHostToDevice, l.stream);
         if (e != cudaSuccess) {
             fail("copyin", "cudaMemcpyAsync", e);
             return false;
@@ -630,6 +642,36 @@ class Pipeline {
         // The chunk's GHASH goes straight to the lane's pinned slot (mapped):
         // one API call fewer than a 16-byte D2H (~4 us each, measured).
         return launch_ghash(gparams_, pl, data, l.dgh, reinterpret_cast<G128 *>(l.host_dev + cap_), l.stream);
+    }
+
+    // GCM: the lane's scratch must hold the tensor cores' matrices for H.
+    // Built once per job into the first lane's pinned area that needs them,
+    // copied to the others' (a lane's area changes only while it is idle:
+    // before its first chunk of a job), uploaded only where the lane's last H
+    // differs.  Compared in constant time.
+    cudaError_t ensure_frags(Lane &l)
+    {
+        uint32_t diff = 0;
+        for (int i = 0; i < 4; ++i) diff |= l.frags_h.w[i] ^ h_.w[i];
+        if (l.frags_ok && diff == 0) return cudaSuccess;
+        GhashFrags *f = reinterpret_cast<GhashFrags *>(l.host + config().frags_offset());
+        if (frags_ == nullptr) {
+            G128 p[6]; // H^(2^i)
+            p[0] = h_;
+            for (int i = 1; i < 6; ++i) p[i] = gf_mul(p[i - 1], p[i - 1]);
+            ghash_frags(p[3], p[4], p[5], *f);
+            secure_wipe(p, sizeof p);
+            frags_ = f;
+        } else if (frags_ != f) {
+            std::memcpy(f, frags_, sizeof *f);
+        }
+        l.frags_ok = false;
+        const cudaError_t e = upload_ghash_frags(f, l.dgh, l.stream);
+        if (e == cudaSuccess) {
+            l.frags_h = h_;
+            l.frags_ok = true;
+        }
+        return e;
     }
 
     // H^n from pw_[L] = H^(2^L) (pw_m_ == 1, n < 2^(pw_levels_ + 1)).
@@ -691,6 +733,7 @@ class Pipeline {
     G128 h_{};                           // GCM: H
     G128 s_{};                           // GCM: GHASH of out[0..off_of(out_)) (or in[])
     GParams gparams_{};                  // GCM: GHASH kernel parameters
+    const GhashFrags *frags_ = nullptr;  // GCM: this job's matrices, in the first lane that needed them
     G128 pw_[kGhashMaxLevels + 1] = {};  // GCM: H^(pw_m_ * 2^L), L = 0..pw_levels_ (squared as needed)
     uint32_t pw_m_ = 0;
     int pw_levels_ = -1;

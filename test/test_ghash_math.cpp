@@ -1,8 +1,9 @@
-// test_ghash_math.cpp - host-only check of the GPU GHASH (cuda/ghash.cuh):
-// the kernels' device functions compiled for the CPU, run as the kernels run
-// them (lane Horner with H^32, four blocks per reduction; the power tables'
-// rounds; lane powers, warp XOR, warp powers; the final kernel's powers and
-// combine; chunk append),
+// test_ghash_math.cpp - host-only check of the GPU GHASH (cuda/ghash.cuh,
+// cuda/ghash_mma.cuh): the kernels' scheme run on the CPU as the kernels run
+// it (the warps' 8 Horner chains on the tensor cores, emulated: the host's
+// matrix fragments, MMAs as popcounts in the PTX layouts, the kernel's
+// packing and shuffle indices; the power tables' rounds; lane powers, warp
+// XOR, warp powers; the final kernel's powers and combine; chunk append),
 // against
 //  - a plain Horner GHASH with the provider's gf128_mul (gcm_math.c), and
 //  - OpenSSL: GHASH_seg * H = tag' ^ E0 ^ L' * H, where tag' is AES-GCM's tag
@@ -22,6 +23,7 @@
 #include <openssl/rand.h>
 
 #include "ghash.cuh"
+#include "ghash_mma.cuh"
 
 extern "C" {
 #include "gcm_math.h"
@@ -43,9 +45,81 @@ int failures = 0;
         }                                                                                                            \
     } while (0)
 
+// __byte_perm(x, y, s) (selectors 0..7 only).
+uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s)
+{
+    const uint64_t v = ((uint64_t)y << 32) | x;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; ++i) r |= (uint32_t)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
+    return r;
+}
+
+// mma_step for a whole warp: x[lane] and c[lane][] -> x[lane].  The MMAs
+// are popcounts of A rows and B columns gathered from the lanes' registers
+// in the PTX layouts that bench/probe/bmma_probe.cu checked on the GPU.
+void emu_step(const GhashFrags &f, uint32_t x[32], const uint32_t c[32][kMmaStep])
+{
+    uint32_t packed[32] = {};
+    for (int m = 0; m < kMmaTiles; ++m) {
+        int D[16][8] = {};
+        for (int pr = 0; pr < kMmaPairs; ++pr)
+            for (int r = 0; r < 16; ++r)
+                for (int n = 0; n < 8; ++n)
+                    for (int t = 0; t < 4; ++t)
+                        for (int kh = 0; kh < 2; ++kh) {
+                            const uint32_t a = f.a[pr][m][4 * (r % 8) + t][2 * kh + r / 8];
+                            const uint32_t *cl = c[4 * n + t];
+                            const uint32_t b = kh == 0 ? (pr == 0 ? x[4 * n + t] : cl[1]) : (pr == 0 ? cl[0] : cl[2]);
+                            D[r][n] += __builtin_popcount(a & b);
+                        }
+        for (uint32_t lane = 0; lane < 32; ++lane)
+            for (int j = 0; j < 4; ++j) {
+                const uint32_t g = lane >> 2, t = lane & 3;
+                const int d = D[g + 8 * (j >> 1)][2 * t + (j & 1)];
+                packed[lane] |= ((uint32_t)d & 1u) << mma_pack_bit(m, j);
+            }
+    }
+    for (uint32_t lane = 0; lane < 32; ++lane)
+        x[lane] = byte_perm(packed[mma_src_lane(lane, 0)], packed[mma_src_lane(lane, 1)], mma_half_sel(lane)) ^
+                  c[lane][3];
+}
+
+// The raw words of a G128 (as the kernel loads them) and back.
+void g128_to_raw(const G128 &g, uint32_t r[4])
+{
+    for (int i = 0; i < 4; ++i) r[i] = bswap32(g.w[i]);
+}
+
+G128 raw_to_g128(const uint32_t r[4])
+{
+    G128 g = {{bswap32(r[0]), bswap32(r[1]), bswap32(r[2]), bswap32(r[3])}};
+    return g;
+}
+
+// warp_chains on the CPU: the 8 chains' values of the warp's 32k blocks from q0.
+void emu_chains(const GhashFrags &f, const uint32_t *raw, uint32_t pad, uint64_t q0, uint32_t k, G128 out[8])
+{
+    uint32_t x[32] = {};
+    for (uint32_t s = 0; s < k; ++s) {
+        uint32_t c[32][kMmaStep];
+        for (uint32_t lane = 0; lane < 32; ++lane)
+            for (int i = 0; i < kMmaStep; ++i) {
+                const uint64_t q = q0 + (lane >> 2) + 32 * (uint64_t)s + 8 * i;
+                c[lane][i] = q >= pad ? raw[4 * (q - pad) + (lane & 3)] : 0u;
+            }
+        emu_step(f, x, c);
+    }
+    for (int n = 0; n < 8; ++n) out[n] = raw_to_g128(x + 4 * n);
+}
+
+void frags_for(const G128 &h, GhashFrags &f)
+{
+    ghash_frags(gf_pow(h, 8), gf_pow(h, 16), gf_pow(h, 32), f);
+}
+
 // The kernels' work on the CPU: ghash_partial_kernel for every CUDA block
-// (lane Horner, lane powers, warp XOR, warp powers; the extra block's final
-// powers), then ghash_final_kernel, with the same functions and formulas.
+// (the warps' chains, lane powers, warp XOR, warp powers; the extra block's
+// final powers), then ghash_final_kernel, with the same functions and formulas.
 // `warps` data warps per CUDA block (the kernel has kGhashWarps), at least
 // k_min blocks per lane.
 G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t warps, uint32_t k_min)
@@ -72,11 +146,8 @@ G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t
     std::vector<uint32_t> raw((size_t)nb * 4 + 4);
     std::memcpy(raw.data(), data, (size_t)nb * 16);
 
-    GSplit hs[4]; // H^32, H^64, H^96 (launch_ghash: pw[5] * pw[6]), H^128
-    g_split(p.pw[5], hs[0]);
-    g_split(p.pw[6], hs[1]);
-    g_split(gf_mul(p.pw[5], p.pw[6]), hs[2]);
-    g_split(p.pw[7], hs[3]);
+    GhashFrags frags;
+    frags_for(h, frags);
     // The power warp's tables: lane powers (32-table of H), warp powers
     // (8-table of H^(32k)), rounds as the kernel runs them.
     G128 a, b, r1[4], r8[3];
@@ -109,26 +180,10 @@ G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t
         }
         G128 part = g128_zero();
         for (uint32_t w = 0; w < warps; ++w) {
+            G128 chains[8];
+            emu_chains(frags, raw.data(), p.pad, seg + ((uint64_t)w << (5 + log2k)), k, chains);
             G128 sw = g128_zero();
-            for (uint32_t l = 0; l < 32; ++l) {
-                // lane_horner<4>
-                const uint64_t q0 = seg + ((uint64_t)w << (5 + log2k)) + l;
-                const auto blk = [&](uint32_t j) { return ghash_block(p, raw.data(), q0 + 32 * (uint64_t)j); };
-                G128 x;
-                if (k == 1) {
-                    x = blk(0);
-                } else if (k == 2) {
-                    x = ghash_first2(blk(0), blk(1), hs[0]);
-                } else {
-                    G128 c[4] = {blk(0), blk(1), blk(2), blk(3)};
-                    x = ghash_first4(c, hs[0], hs[1], hs[2]);
-                    for (uint32_t j = 4; j < k; j += 4) {
-                        G128 d[4] = {blk(j), blk(j + 1), blk(j + 2), blk(j + 3)};
-                        x = ghash_step4(x, d, hs[0], hs[1], hs[2], hs[3]);
-                    }
-                }
-                sw = g128_xor(sw, gf_mul(x, lanep[l]));
-            }
+            for (uint32_t n = 0; n < 8; ++n) sw = g128_xor(sw, gf_mul(chains[n], lanep[24 + n]));
             part = g128_xor(part, gf_mul(sw, wpow[w]));
         }
         partials[bi] = part;
@@ -270,39 +325,55 @@ int main()
         cases += (int)(special.size() * special.size());
     }
 
-    // Unreduced sums reduce to the sum of the products (ghash_step2's
-    // aggregation), and step2/first2 are the two-block Horner they claim.
+    // Unreduced sums reduce to the sum of the products (GAcc), and a warp's
+    // step on the tensor cores (emulated, with the host's fragments) is the
+    // four-block Horner step it claims, in all 8 chains:
+    // x*H^32 ^ c0*H^24 ^ c1*H^16 ^ c2*H^8 ^ c3.
     for (int i = 0; i < 500; ++i) {
-        unsigned char buf[5][16];
+        unsigned char buf[3][16];
         for (auto &b : buf) RAND_bytes(b, 16);
-        const G128 x = g128_from_bytes(buf[0]), c0 = g128_from_bytes(buf[1]), c1 = g128_from_bytes(buf[2]),
-                   h = g128_from_bytes(buf[3]);
+        const G128 x = g128_from_bytes(buf[0]), c0 = g128_from_bytes(buf[1]), h = g128_from_bytes(buf[2]);
         const G128 h32 = gf_pow(h, 32), h64 = gf_pow(h, 64);
         GSplit s32, s64;
         g_split(h32, s32);
         g_split(h64, s64);
-        const G128 want = g128_xor(g128_xor(gf_mul(x, h64), gf_mul(c0, h32)), c1);
-        const G128 got = ghash_step2(x, c0, c1, s32, s64);
-        CHECK(std::memcmp(&want, &got, sizeof want) == 0, "ghash_step2");
-        const G128 want1 = g128_xor(gf_mul(c0, h32), c1), got1 = ghash_first2(c0, c1, s32);
-        CHECK(std::memcmp(&want1, &got1, sizeof want1) == 0, "ghash_first2");
-        // step4/first4: four blocks, one reduction.
-        unsigned char more[3][16];
-        for (auto &m : more) RAND_bytes(m, 16);
-        const G128 c[4] = {c0, c1, g128_from_bytes(more[0]), g128_from_bytes(more[1])};
-        const G128 h96 = gf_pow(h, 96), h128 = gf_pow(h, 128);
-        GSplit s96, s128;
-        g_split(h96, s96);
-        g_split(h128, s128);
-        G128 w4 = gf_mul(x, h128);
-        w4 = g128_xor(w4, gf_mul(c[0], h96));
-        w4 = g128_xor(w4, gf_mul(c[1], h64));
-        w4 = g128_xor(w4, gf_mul(c[2], h32));
-        w4 = g128_xor(w4, c[3]);
-        const G128 g4 = ghash_step4(x, c, s32, s64, s96, s128);
-        CHECK(std::memcmp(&w4, &g4, sizeof w4) == 0, "ghash_step4");
-        const G128 f4 = ghash_first4(c, s32, s64, s96), wf4 = g128_xor(w4, gf_mul(x, h128));
-        CHECK(std::memcmp(&wf4, &f4, sizeof f4) == 0, "ghash_first4");
+        GAcc acc;
+        g_acc_zero(acc);
+        g_mul_acc(acc, x, s64);
+        g_mul_acc(acc, c0, s32);
+        const G128 want = g128_xor(gf_mul(x, h64), gf_mul(c0, h32)), got = g_reduce(acc);
+        CHECK(std::memcmp(&want, &got, sizeof want) == 0, "unreduced sum");
+        if (i < 40) {
+            GhashFrags f;
+            frags_for(h, f);
+            const G128 hp[4] = {gf_pow(h, 8), gf_pow(h, 16), gf_pow(h, 24), h32};
+            uint32_t xs[32], cs[32][kMmaStep];
+            G128 xg[8], cg[8][kMmaStep];
+            for (int n = 0; n < 8; ++n) {
+                unsigned char r[5][16];
+                for (auto &b : r) RAND_bytes(b, 16);
+                if (i == 0) std::memset(r, n == 0 ? 0xff : 0, sizeof r); // all ones, and zero
+                xg[n] = g128_from_bytes(r[0]);
+                for (int j = 0; j < kMmaStep; ++j) cg[n][j] = g128_from_bytes(r[1 + j]);
+                uint32_t w[4];
+                g128_to_raw(xg[n], w);
+                for (int t = 0; t < 4; ++t) xs[4 * n + t] = w[t];
+                for (int j = 0; j < kMmaStep; ++j) {
+                    g128_to_raw(cg[n][j], w);
+                    for (int t = 0; t < 4; ++t) cs[4 * n + t][j] = w[t];
+                }
+            }
+            emu_step(f, xs, cs);
+            for (int n = 0; n < 8; ++n) {
+                G128 w = gf_mul(xg[n], hp[3]);
+                w = g128_xor(w, gf_mul(cg[n][0], hp[2]));
+                w = g128_xor(w, gf_mul(cg[n][1], hp[1]));
+                w = g128_xor(w, gf_mul(cg[n][2], hp[0]));
+                w = g128_xor(w, cg[n][3]);
+                const G128 gotn = raw_to_g128(xs + 4 * n);
+                CHECK(std::memcmp(&w, &gotn, sizeof w) == 0, "tensor-core step, chain %d (case %d)", n, i);
+            }
+        }
         // The power tables: Q^e for Q = pw[base], from pw[L] = H^(2^L).
         G128 pw[kGhashMaxLevels + 1];
         const int levels = 8 + (int)(rnd32() % 12);
