@@ -13,10 +13,16 @@
 // 64 words (4 bytes each) replicated the same way, word (x>>2)*32+lane.
 // Round keys arrive by value in the kernel parameters (uniform, constant
 // bank), and global memory is addressed only by block index, never by data.
+//
+// Launched with programmatic dependent launch (pdl.cuh) where the GPU has it:
+// a kernel fills its tables while the kernel before it on the stream drains,
+// and waits for it before touching global memory; it lets the next kernel
+// (GCM's GHASH) start as its own blocks finish their last block.
 #include <cuda_runtime.h>
 
 #include "aes_kernels.cuh"
 #include "aes_tables.cuh"
+#include "pdl.cuh"
 
 namespace gpuaes {
 namespace {
@@ -99,6 +105,7 @@ aes_kernel(const __grid_constant__ KParams p, const uint4 *__restrict__ in, uint
         for (uint32_t i = threadIdx.x; i < kIsboxWords; i += blockDim.x)
             smem[kTableWords + i] = c_isbox.v[i / kLanes];
     __syncthreads();
+    grid_dep_wait(); // global memory only after the kernel before is complete
 
     // entry_bytes is always kLanes * 4 (see SharedTab).
     const uint32_t lane = threadIdx.x & (kLanes - 1);
@@ -107,11 +114,13 @@ aes_kernel(const __grid_constant__ KParams p, const uint4 *__restrict__ in, uint
     // CTR without input (in == nullptr, the same for the whole grid): the keystream itself.
     if ((MODE == KM_CTR128 || MODE == KM_CTR32) && in == nullptr) run_blocks<NR, MODE, true>(p, T, in, out, nblocks);
     else run_blocks<NR, MODE, false>(p, T, in, out, nblocks);
+    grid_dep_launch(); // a dependant waits for our completion before it reads anything
 }
 
 struct KernelSlot {
     const void *fn = nullptr;
-    void (*launch)(dim3, dim3, size_t, cudaStream_t, const KParams &, const uint4 *, uint4 *, uint32_t) = nullptr;
+    cudaError_t (*launch)(dim3, dim3, size_t, cudaStream_t, bool, const KParams &, const uint4 *, uint4 *,
+                          uint32_t) = nullptr;
     size_t smem = 0;
     int threads = 0;  // chosen block size
     int max_grid = 0; // resident blocks on the whole device
@@ -122,10 +131,10 @@ struct KernelSlot {
 KernelSlot g_kernels[3][KM_COUNT];
 
 template <int NR, int MODE>
-void launch_one(dim3 g, dim3 b, size_t smem, cudaStream_t s, const KParams &p, const uint4 *in, uint4 *out,
-                uint32_t n)
+cudaError_t launch_one(dim3 g, dim3 b, size_t smem, cudaStream_t s, bool pdl, const KParams &p, const uint4 *in,
+                       uint4 *out, uint32_t n)
 {
-    aes_kernel<NR, MODE><<<g, b, smem, s>>>(p, in, out, n, kLanes * sizeof(uint32_t));
+    return launch_pdl(aes_kernel<NR, MODE>, g, b, smem, s, pdl, p, in, out, n, (uint32_t)(kLanes * sizeof(uint32_t)));
 }
 
 template <int NR, int MODE>
@@ -192,11 +201,12 @@ cudaError_t launch_kernel(int mode, int rounds, const KParams &p, const void *di
     if (k.launch == nullptr || k.threads == 0) return cudaErrorInitializationError;
     const uint32_t need = (nblocks + (uint32_t)k.threads - 1) / (uint32_t)k.threads;
     const uint32_t grid = need < (uint32_t)k.max_grid ? need : (uint32_t)k.max_grid;
+    const bool pdl = pdl_ok();
     // Clear any stale error of this thread so the check below sees only this launch.
     (void)cudaGetLastError();
-    k.launch(dim3(grid), dim3((unsigned)k.threads), k.smem, stream, p, static_cast<const uint4 *>(din),
-             static_cast<uint4 *>(dout), nblocks);
-    return cudaGetLastError();
+    const cudaError_t e = k.launch(dim3(grid), dim3((unsigned)k.threads), k.smem, stream, pdl, p,
+                                   static_cast<const uint4 *>(din), static_cast<uint4 *>(dout), nblocks);
+    return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 } // namespace gpuaes

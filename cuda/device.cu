@@ -20,6 +20,7 @@
 #include "copy_pool.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
+#include "pdl.cuh"
 
 namespace gpuaes {
 namespace {
@@ -189,6 +190,25 @@ bool error_is_fatal(cudaError_t e)
     default:
         return true; // sticky (illegal address, launch failure, ...) or unknown: stop using the GPU
     }
+}
+
+bool pdl_ok()
+{
+#if GPUAES_PDL
+    static std::atomic<int> cache[16]; // per device: 0 unknown, 1 no, 2 yes
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) return false;
+    int c = cache[dev].load(std::memory_order_relaxed);
+    if (c == 0) {
+        int major = 0;
+        c = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 ? 2 : 1;
+        (void)cudaGetLastError();
+        cache[dev].store(c, std::memory_order_relaxed);
+    }
+    return c == 2;
+#else
+    return false;
+#endif
 }
 
 void mark_gpu_broken(const char *why)

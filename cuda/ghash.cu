@@ -19,7 +19,7 @@
 // the wait they only compute powers of H from their parameters, and the
 // extra block writes the final kernel's powers to the scratch, which the
 // kernel before (the CTR kernel, or the previous chunk's final kernel, which
-// does not trigger early) never touches.  The partial kernel lets the final
+// does not trigger early: a partial kernel may follow it) never touches.  The partial kernel lets the final
 // kernel launch at once (griddepcontrol.launch_dependents); the final kernel
 // reads the scratch only after its wait, i.e. after the partial kernel is
 // complete.
@@ -30,10 +30,8 @@
 #include "ghash.cuh"
 #include "ghash_launch.h"
 #include "ghash_mma.cuh"
+#include "pdl.cuh"
 
-#ifndef GPUAES_GHASH_PDL
-#define GPUAES_GHASH_PDL 1 // programmatic dependent launch on sm_90
-#endif
 
 namespace gpuaes {
 namespace {
@@ -48,20 +46,6 @@ struct GhashArgs {
     int levels;       // log2(N)
     int block_levels; // log2(S)
 };
-
-__device__ __forceinline__ void grid_dep_wait()
-{
-#if GPUAES_GHASH_PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void grid_dep_launch()
-{
-#if GPUAES_GHASH_PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
 
 __device__ __forceinline__ G128 shfl_xor_g(G128 v, int m)
 {
@@ -243,43 +227,6 @@ ghash_final_kernel(const G128 *__restrict__ scratch, uint32_t nparts, G128 *__re
     }
 }
 
-// Programmatic dependent launch needs compute capability 9.0: asked once per device.
-bool pdl_ok()
-{
-#if GPUAES_GHASH_PDL
-    static std::atomic<int> cache[16]; // per device: 0 unknown, 1 no, 2 yes
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return false;
-    if (dev >= 16) return false;
-    int c = cache[dev].load(std::memory_order_relaxed);
-    if (c == 0) {
-        int major = 0;
-        c = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 ? 2 : 1;
-        (void)cudaGetLastError();
-        cache[dev].store(c, std::memory_order_relaxed);
-    }
-    return c == 2;
-#else
-    return false;
-#endif
-}
-
-template <class... Args>
-cudaError_t launch(void (*kernel)(Args...), dim3 grid, dim3 block, cudaStream_t stream, bool pdl, Args... args)
-{
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kernel, args...);
-}
-
 } // namespace
 
 cudaError_t upload_ghash_frags(const GhashFrags *f, G128 *scratch, cudaStream_t stream)
@@ -302,11 +249,11 @@ cudaError_t launch_ghash(const GParams &p, const GhashPlan &pl, const void *data
     g.block_levels = pl.block_levels;
     const bool pdl = pdl_ok();
     (void)cudaGetLastError();
-    cudaError_t e = launch(ghash_partial_kernel, dim3(pl.blocks + 1), dim3(kPartialThreads), stream, pdl, p, g,
+    cudaError_t e = launch_pdl(ghash_partial_kernel, dim3(pl.blocks + 1), dim3(kPartialThreads), 0, stream, pdl, p, g,
                            static_cast<const uint32_t *>(data), scratch);
     if (e != cudaSuccess) return e;
     const uint32_t threads = pl.blocks < 32 ? 32 : pl.blocks;
-    return launch(ghash_final_kernel, dim3(1), dim3(threads), stream, pdl, static_cast<const G128 *>(scratch),
+    return launch_pdl(ghash_final_kernel, dim3(1), dim3(threads), 0, stream, pdl, static_cast<const G128 *>(scratch),
                   pl.blocks, out);
 }
 
