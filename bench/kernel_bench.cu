@@ -330,10 +330,11 @@ GhashChunk ghash_chunk(const gpuaes::G128 &h, uint32_t nb)
     return c;
 }
 
-// The tensor cores' matrices for H into a GHASH scratch (as staging.cu's
-// lanes do before their first GCM chunk), synchronously.
-void put_frags(const gpuaes::G128 &h, gpuaes::G128 *scratch)
+// A new GHASH scratch: zeroed, with the tensor cores' matrices for H (as
+// staging.cu's lanes get before their first GCM chunk), synchronously.
+void setup_scratch(const gpuaes::G128 &h, gpuaes::G128 *scratch)
 {
+    CK(cudaMemset(scratch, 0, gpuaes::kGhashScratch));
     gpuaes::G128 p[6]; // H^(2^i)
     p[0] = h;
     for (int i = 1; i < 6; ++i) p[i] = gpuaes::gf_mul(p[i - 1], p[i - 1]);
@@ -406,7 +407,7 @@ int ghash_self_check(const gpuaes::G128 &h, bool big)
     CK(cudaMalloc(&d, buf.size()));
     CK(cudaMalloc(reinterpret_cast<void **>(&scratch), gpuaes::kGhashScratch));
     CK(cudaMalloc(reinterpret_cast<void **>(&out), sizeof(gpuaes::G128)));
-    put_frags(h, scratch);
+    setup_scratch(h, scratch);
     unsigned char hb[16];
     gpuaes::g128_to_bytes(h, hb);
     int bad = 0;
@@ -635,7 +636,7 @@ int main(int argc, char **argv)
                 for (int l = 0; l < ln.n; ++l) {
                     if (ln.n > 1) CK(cudaStreamCreate(&ln.s[l]));
                     CK(cudaMalloc(reinterpret_cast<void **>(&ln.scratch[l]), gpuaes::kGhashScratch));
-                    put_frags(h, ln.scratch[l]);
+                    setup_scratch(h, ln.scratch[l]);
                 }
                 CK(cudaMalloc(reinterpret_cast<void **>(&outs), ch.count * sizeof(gpuaes::G128)));
                 const unsigned char *cin = static_cast<const unsigned char *>(din);

@@ -1,28 +1,23 @@
 // ghash.cu - GHASH kernels (the math and the scheme: ghash.cuh).
 //
-// ghash_partial_kernel, CUDA blocks 0..B-1: 8 data warps hash S = 256k
-// consecutive blocks into one partial each.  A warp's 32k blocks go through
-// 8 Horner chains on the tensor cores (ghash_mma.cuh: stride 8, H^8, four
-// blocks a step), then the chains' values times H^(8-n) (lane powers) and the
-// warps' times their warp powers are summed; a ninth "power" warp builds the
-// lane and warp powers meanwhile.  CUDA block B (one more) builds the final
-// kernel's powers into the scratch.  The matrices' fragments come from the
-// scratch (upload_ghash_frags, enqueued earlier on the same stream).
-// ghash_final_kernel: one CUDA block, sum_b P_b * H^(S(B-1-b)) -> *out.
-// Both are enqueued on the caller's stream, so they are ordered after the
-// kernel that produced the ciphertext and before the D2H of the result.
+// ghash_kernel, CUDA blocks 0..B-1: 8 data warps hash S = 256k consecutive
+// blocks into one partial each.  A warp's 32k blocks go through 8 Horner
+// chains on the tensor cores (ghash_mma.cuh: stride 8, H^8, four blocks a
+// step), then the chains' values times H^(8-n) (lane powers) and the warps'
+// times their warp powers are summed; a ninth "power" warp builds the lane
+// and warp powers meanwhile.  CUDA block B (one more) builds the final
+// combine's powers into the scratch.  The last CUDA block to finish (a
+// counter in the scratch, the threadfence-reduction pattern) combines the
+// partials, sum_b P_b * H^(S(B-1-b)), into *out: no second kernel, whose
+// launch and wake-up cost more than the combine.
 //
-// Programmatic dependent launch (sm_90): both kernels are launched with
-// programmatic stream serialization, so each may start while the kernel
-// before it on the stream drains; each waits (griddepcontrol.wait) for that
-// kernel's completion and memory before reading anything it wrote.  Before
-// the wait they only compute powers of H from their parameters, and the
-// extra block writes the final kernel's powers to the scratch, which the
-// kernel before (the CTR kernel, or the previous chunk's final kernel, which
-// does not trigger early: a partial kernel may follow it) never touches.  The partial kernel lets the final
-// kernel launch at once (griddepcontrol.launch_dependents); the final kernel
-// reads the scratch only after its wait, i.e. after the partial kernel is
-// complete.
+// Programmatic dependent launch (pdl.cuh): the kernel may start while the
+// kernel before it on the stream (the CTR kernel, or the previous chunk's
+// GHASH) drains.  Before its wait it only reads the matrices (uploaded
+// before that kernel), computes powers from its parameters, and the extra
+// block writes the final powers to the scratch; the kernel before never
+// touches those, and a previous GHASH kernel lets its dependants start only
+// once its combine is done (the last block triggers after it).
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -120,50 +115,65 @@ __device__ __forceinline__ G128 warp_pow32(const G128 *pw, int base, int levels,
     return gf_mul(a, b);
 }
 
-__global__ void __launch_bounds__(kPartialThreads, 2)
-ghash_partial_kernel(const __grid_constant__ GParams p, const __grid_constant__ GhashArgs g,
-                     const uint32_t *__restrict__ data, G128 *__restrict__ scratch)
+// The partials' sum, sum_t P_t * H^(S(B-1-t)) (t < B): thread t takes
+// partial t times H^(32S(nw-1-w)) * H^(S(31-l)) (B > 32) or H^(S(B-1-t)).
+// Needs max(32, B) threads; all of the CUDA block call it.  The partials come
+// from other CUDA blocks: read from L2 (ld.cg), after the fence of the count.
+__device__ __forceinline__ void combine_partials(const G128 *scratch, uint32_t nparts, G128 *out, G128 *s)
 {
-    __shared__ G128 s_lane[32];           // H^(32 - l)
-    __shared__ G128 s_wpow[kGhashWarps];  // H^(32k(W-1-w))
-    __shared__ G128 s_wsum[kGhashWarps];  // the warps' GHASH
-    __shared__ G128 s_r1[2][4];           // power tables' first round
-    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    grid_dep_launch(); // the final kernel may launch now; it waits for this grid to complete
+    const uint32_t t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    const G128 *tab = scratch + kGhashTab;
+    G128 v = g128_zero();
+    if (t < nparts) {
+        const uint4 c = __ldcg(reinterpret_cast<const uint4 *>(scratch + t));
+        v.w[0] = c.x; v.w[1] = c.y; v.w[2] = c.z; v.w[3] = c.w;
+    }
+    const uint32_t e = nparts <= 32 ? (nparts - 1 - t) & 31 : 31 - lane;
+    G128 pe;
+    {
+        const uint4 c = __ldcg(reinterpret_cast<const uint4 *>(tab + e));
+        pe.w[0] = c.x; pe.w[1] = c.y; pe.w[2] = c.z; pe.w[3] = c.w;
+    }
+    G128 y = g128_zero();
+    if (warp < kGhashMaxPartials / 32) y = warp_xor(gf_mul(v, pe));
+    if (nparts <= 32) {
+        if (t == 0) *out = y;
+        return;
+    }
+    if (lane == 0 && warp < kGhashMaxPartials / 32) s[warp] = y;
+    __syncthreads();
+    if (warp == 0) {
+        const uint32_t nw = nparts / 32, w = lane & (kGhashMaxPartials / 32 - 1);
+        const uint4 c = __ldcg(reinterpret_cast<const uint4 *>(tab + 32 + ((nw - 1 - w) & 31)));
+        G128 pw;
+        pw.w[0] = c.x; pw.w[1] = c.y; pw.w[2] = c.z; pw.w[3] = c.w;
+        const G128 r = warp_xor(g128_sel(lane < nw, gf_mul(s[w], pw), g128_zero()));
+        if (lane == 0) *out = r;
+    }
+}
 
-    if (blockIdx.x == gridDim.x - 1) {
-        // The extra CUDA block: the final kernel's powers H^(S t), H^(32 S t),
-        // t < 32, two warps.  The scratch is not touched by the kernel before.
-        if (warp < 2) {
-            const G128 v = warp_pow32(p.pw, g.block_levels + 5 * (int)warp, g.levels, lane, s_r1[warp]);
-            scratch[kGhashTab + threadIdx.x] = v;
-        }
-        return;
-    }
-    const uint64_t seg = (uint64_t)blockIdx.x << g.block_levels; // padded index of the CUDA block's first block
-    if (seg + (1ull << g.block_levels) <= p.pad) {
-        // Only zero padding (public): the partial is zero.
-        if (threadIdx.x == 0) {
-            grid_dep_wait(); // the final kernel of a previous chunk may still read its partials
-            scratch[blockIdx.x] = g128_zero();
-        }
-        return;
-    }
+// A data CUDA block's partial: the GHASH from zero of its S blocks from
+// padded index seg, into scratch[blockIdx.x].  Warps 0..7 hash; warp 8 builds
+// the lane powers (the 32-table of H) and warp powers (the 8-table of
+// H^(32k)) meanwhile, three rounds of one multiply per lane.
+__device__ __forceinline__ void hash_segment(const GParams &p, const GhashArgs &g, const uint32_t *__restrict__ data,
+                                             G128 *__restrict__ scratch, uint64_t seg, uint32_t warp, uint32_t lane,
+                                             G128 *s_lane, G128 *s_wpow, G128 *s_wsum, G128 (*s_r1)[4])
+{
     G128 x = g128_zero();
     if (warp < kGhashWarps) {
-        grid_dep_wait(); // the data comes from the kernel before
-        // This lane's A fragments (secret: registers only, indexed by lane).
+        // This lane's A fragments (secret: registers only, indexed by lane),
+        // uploaded before the kernel before: readable before the wait.
         const uint4 *frag = reinterpret_cast<const uint4 *>(scratch + kGhashFragAt);
         uint4 a[kMmaPairs][kMmaTiles];
 #pragma unroll
         for (int pr = 0; pr < kMmaPairs; ++pr)
 #pragma unroll
             for (int m = 0; m < kMmaTiles; ++m) a[pr][m] = frag[(pr * kMmaTiles + m) * 32 + lane];
+        grid_dep_wait(); // the data comes from the kernel before
         const uint64_t q0 = seg + ((uint64_t)warp << (5 + g.log2k));
         x = warp_chains(data, p.pad, q0, g.k, a, lane);
     } else {
-        // The power warp: lane powers (the 32-table of H) and warp powers (the
-        // 8-table of H^(32k)), three rounds of one multiply per lane.
         const int wbase = 5 + g.log2k;
         G128 a, b;
         if (lane < 4) gpow32_r1(p.pw, 0, g.levels, lane, a, b);
@@ -201,30 +211,51 @@ ghash_partial_kernel(const __grid_constant__ GParams p, const __grid_constant__ 
     }
 }
 
-// One CUDA block of max(32, B) threads: thread t takes partial t times
-// H^(S(B-1-t)) = H^(32S(nw-1-w)) * H^(S(31-l)) (B > 32) or H^(S(B-1-t)).
-__global__ void __launch_bounds__(kGhashMaxPartials)
-ghash_final_kernel(const G128 *__restrict__ scratch, uint32_t nparts, G128 *__restrict__ out)
+__global__ void __launch_bounds__(kPartialThreads, 2)
+ghash_kernel(const __grid_constant__ GParams p, const __grid_constant__ GhashArgs g, const uint32_t *__restrict__ data,
+             G128 *__restrict__ scratch, G128 *__restrict__ out)
 {
-    __shared__ G128 s[kGhashMaxPartials / 32];
-    const uint32_t t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    grid_dep_wait(); // the partial kernel is complete and its writes visible
-    const G128 *tab = scratch + kGhashTab;
-    const G128 v = t < nparts ? scratch[t] : g128_zero();
-    const uint32_t e = nparts <= 32 ? (nparts - 1 - t) & 31 : 31 - lane;
-    const G128 y = warp_xor(gf_mul(v, tab[e]));
-    if (nparts <= 32) {
-        if (t == 0) *out = y;
+    __shared__ G128 s_lane[32];           // H^(32 - l)
+    __shared__ G128 s_wpow[kGhashWarps];  // H^(32k(W-1-w))
+    __shared__ G128 s_wsum[kGhashWarps];  // the warps' GHASH
+    __shared__ G128 s_r1[2][4];           // power tables' first round
+    __shared__ bool s_last;
+    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const uint64_t seg = (uint64_t)blockIdx.x << g.block_levels; // padded index of the CUDA block's first block
+
+    if (blockIdx.x == gridDim.x - 1) {
+        // The extra CUDA block: the combine's powers H^(S t), H^(32 S t),
+        // t < 32, two warps.
+        if (warp < 2) {
+            const G128 v = warp_pow32(p.pw, g.block_levels + 5 * (int)warp, g.levels, lane, s_r1[warp]);
+            scratch[kGhashTab + threadIdx.x] = v;
+        }
+    } else if (seg + (1ull << g.block_levels) <= p.pad) {
+        // Only zero padding (public): the partial is zero.
+        if (threadIdx.x == 0) scratch[blockIdx.x] = g128_zero();
+    } else {
+        hash_segment(p, g, data, scratch, seg, warp, lane, s_lane, s_wpow, s_wsum, s_r1);
+    }
+
+    // The last CUDA block to get here combines.  Every writer fences its
+    // writes before the count; the count's order decides who is last.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned int *count = reinterpret_cast<unsigned int *>(scratch + kGhashCount);
+        s_last = atomicAdd(count, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!s_last) {
+        grid_dep_launch(); // the next kernel may start: nothing of ours it could disturb remains
         return;
     }
-    if (lane == 0) s[warp] = y;
+    __threadfence();
+    combine_partials(scratch, gridDim.x - 1, out, s_wsum);
+    if (threadIdx.x == 0) *reinterpret_cast<volatile unsigned int *>(scratch + kGhashCount) = 0; // for the next launch
+    __threadfence();
     __syncthreads();
-    if (warp == 0) {
-        const uint32_t nw = nparts / 32, w = lane & (kGhashMaxPartials / 32 - 1);
-        const G128 z = gf_mul(s[w], tab[32 + ((nw - 1 - w) & 31)]);
-        const G128 r = warp_xor(g128_sel(lane < nw, z, g128_zero()));
-        if (lane == 0) *out = r;
-    }
+    grid_dep_launch();
 }
 
 } // namespace
@@ -249,12 +280,8 @@ cudaError_t launch_ghash(const GParams &p, const GhashPlan &pl, const void *data
     g.block_levels = pl.block_levels;
     const bool pdl = pdl_ok();
     (void)cudaGetLastError();
-    cudaError_t e = launch_pdl(ghash_partial_kernel, dim3(pl.blocks + 1), dim3(kPartialThreads), 0, stream, pdl, p, g,
-                           static_cast<const uint32_t *>(data), scratch);
-    if (e != cudaSuccess) return e;
-    const uint32_t threads = pl.blocks < 32 ? 32 : pl.blocks;
-    return launch_pdl(ghash_final_kernel, dim3(1), dim3(threads), 0, stream, pdl, static_cast<const G128 *>(scratch),
-                  pl.blocks, out);
+    return launch_pdl(ghash_kernel, dim3(pl.blocks + 1), dim3(kPartialThreads), 0, stream, pdl, p, g,
+                      static_cast<const uint32_t *>(data), scratch, out);
 }
 
 } // namespace gpuaes

@@ -28,18 +28,18 @@
 //   - the blocks are padded at the FRONT with `pad` zero blocks to N = 2^levels
 //     (leading zeros leave a GHASH from zero at zero); pw[L] = H^(2^L) come
 //     precomputed from the host (ghash_powers with m = 1);
-//   - CUDA block b of the partial kernel owns S = 32*W*k consecutive blocks
+//   - CUDA block b of the kernel owns S = 32*W*k consecutive blocks
 //     (W = 8 data warps, k "blocks per lane", 256 CUDA blocks for large
 //     chunks: k = 8 for 8 MiB); warp w the 32*k blocks from 32*k*w, as 8
 //     chains: chain n over blocks n, n+8, .., Horner with H^8 on the tensor
 //     cores (ghash_mma.cuh), X_n = sum_j C_{8j+n} H^(8(4k-1-j));
 //   - the warp's GHASH: S_w = sum_n X_n * H^(8-n) (lane powers 24..31), XORed over
 //     the warp with shuffles; the CUDA block's: sum_w S_w * H^(32k(W-1-w))
-//     (warp powers); the chunk's (final kernel): sum_b P_b * H^(S(B-1-b)),
+//     (warp powers); the chunk's (the last CUDA block to finish): sum_b P_b * H^(S(B-1-b)),
 //     as lane and warp powers of H^S again.  These powers are products of the
 //     pw[], built in three rounds of one multiply per lane (gpow32_*, gpow8_*)
 //     by a ninth "power" warp of each CUDA block while the data warps hash,
-//     and (the final kernel's) by one extra CUDA block of the partial kernel.
+//     and (the combine's) by one extra CUDA block.
 //
 // Constant time: H and the data are secret.  The multiply has no table, no
 // branch and no data-dependent shift or index: masks, integer multiplies
@@ -96,16 +96,18 @@ struct GhashPlan {
 #ifndef GPUAES_GHASH_TARGET_BLOCKS
 #define GPUAES_GHASH_TARGET_BLOCKS 256
 #endif
-constexpr uint32_t kGhashWarps = 8;                  // data warps per CUDA block of the partial kernel
+constexpr uint32_t kGhashWarps = 8;                  // data warps per CUDA block of the kernel
 constexpr uint32_t kGhashThreads = 32 * kGhashWarps; // data threads per CUDA block (+ one power warp)
 constexpr uint32_t kGhashTargetBlocks = GPUAES_GHASH_TARGET_BLOCKS; // CUDA blocks the plan aims at (2 per SM)
 constexpr uint32_t kGhashMaxPartials = 256;          // B <= this
 static_assert(kGhashTargetBlocks <= kGhashMaxPartials, "plan");
 // Scratch entries (G128) of launch_ghash: partials at [0, B), the tensor
 // cores' matrices at [kGhashFragAt, +512) (GhashFrags, upload_ghash_frags),
-// the final kernel's powers at [kGhashTab, kGhashTab + 64).
+// the CUDA blocks' finish counter at kGhashCount (zero between launches), the
+// combine's powers at [kGhashTab, kGhashTab + 64).
 constexpr uint32_t kGhashMaxFinal = 1024;
 constexpr uint32_t kGhashFragAt = kGhashMaxPartials;
+constexpr uint32_t kGhashCount = kGhashFragAt + 512;
 constexpr uint32_t kGhashTab = kGhashMaxFinal - 64;
 
 // ---- field arithmetic ------------------------------------------------------
@@ -337,7 +339,7 @@ GPUAES_HD G128 gpow8_entry(const G128 *pw, int base, int levels, const G128 r1[3
 // What each power is (W data warps, k = 2^log2k blocks per lane, S = 2^block_levels):
 //   lane l's power H^(32 - l): l = 0: pw[5]; else the 32-table of H (base 0), e = 32 - l;
 //   warp w's power H^(32k(W-1-w)): the 8-table of H^(32k) (base 5 + log2k), e = W-1-w (W <= 8);
-//   the final kernel's H^(S t) (t < 32) and H^(32 S t): 32-tables of H^S and H^(32S)
+//   the combine's H^(S t) (t < 32) and H^(32 S t): 32-tables of H^S and H^(32S)
 //   (bases block_levels and block_levels + 5).
 
 // ---- host-side helpers (also used by the host test) ----

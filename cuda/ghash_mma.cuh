@@ -56,7 +56,8 @@ constexpr int kMmaStep = 4;   // blocks per chain per step
 struct alignas(16) GhashFrags {
     uint32_t a[kMmaPairs][kMmaTiles][32][4];
 };
-static_assert(kGhashFragAt + sizeof(GhashFrags) / sizeof(G128) <= kGhashTab, "scratch layout (ghash.cuh)");
+static_assert(kGhashFragAt + sizeof(GhashFrags) / sizeof(G128) <= kGhashCount && kGhashCount < kGhashTab,
+              "scratch layout (ghash.cuh)");
 
 // Bit of the packed parities for register j (= 2h + c) of tile m.
 GPUAES_HD uint32_t mma_pack_bit(int m, int j) { return 16u * (uint32_t)(j & 1) + 2u * (uint32_t)m + (uint32_t)(j >> 1); }

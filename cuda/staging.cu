@@ -761,6 +761,7 @@ bool create_slot(Slot *s, gpuaes_job *job)
         if ((e = cudaMalloc(&l.din, cf.chunk)) != cudaSuccess) { call = "cudaMalloc"; l.din = nullptr; break; }
         if ((e = cudaMalloc(&l.dout, cf.chunk)) != cudaSuccess) { call = "cudaMalloc"; l.dout = nullptr; break; }
         if ((e = cudaMalloc((void **)&l.dgh, kGhashBytes)) != cudaSuccess) { call = "cudaMalloc"; l.dgh = nullptr; break; }
+        if ((e = cudaMemsetAsync(l.dgh, 0, kGhashBytes, l.stream)) != cudaSuccess) { call = "cudaMemsetAsync"; break; } // launch_ghash's counter
     }
     if (e == cudaSuccess) return true;
     std::snprintf(job->error, sizeof job->error, "alloc: %s: %s", call, cudaGetErrorString(e));

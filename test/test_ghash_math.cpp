@@ -3,7 +3,7 @@
 // it (the warps' 8 Horner chains on the tensor cores, emulated: the host's
 // matrix fragments, MMAs as popcounts in the PTX layouts, the kernel's
 // packing and shuffle indices; the power tables' rounds; lane powers, warp
-// XOR, warp powers; the final kernel's powers and combine; chunk append),
+// XOR, warp powers; the last block's powers and combine; chunk append),
 // against
 //  - a plain Horner GHASH with the provider's gf128_mul (gcm_math.c), and
 //  - OpenSSL: GHASH_seg * H = tag' ^ E0 ^ L' * H, where tag' is AES-GCM's tag
@@ -117,9 +117,9 @@ void frags_for(const G128 &h, GhashFrags &f)
     ghash_frags(gf_pow(h, 8), gf_pow(h, 16), gf_pow(h, 32), f);
 }
 
-// The kernels' work on the CPU: ghash_partial_kernel for every CUDA block
+// The kernels' work on the CPU: ghash_kernel for every CUDA block
 // (the warps' chains, lane powers, warp XOR, warp powers; the extra block's
-// final powers), then ghash_final_kernel, with the same functions and formulas.
+// final powers), then the last CUDA block's combine, with the same functions and formulas.
 // `warps` data warps per CUDA block (the kernel has kGhashWarps), at least
 // k_min blocks per lane.
 G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t warps, uint32_t k_min)
@@ -189,7 +189,7 @@ G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t
         partials[bi] = part;
     }
     // The extra block's powers (32-tables of H^S and H^(32S)), then
-    // ghash_final_kernel.
+    // the combine (combine_partials).
     G128 tab[64];
     for (int half = 0; half < 2; ++half) {
         const int base = pl.block_levels + 5 * half;
