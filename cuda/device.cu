@@ -39,6 +39,7 @@ std::atomic<const char *> g_broken_desc{nullptr};
 // Written by do_init() under g_init_lock before g_init_done is published.
 bool g_usable = false;
 int g_device = 0;
+int g_cc = 0; // compute capability, 10 * major + minor
 Fault g_fault = Fault::none;
 char g_desc[256] = "no usable GPU: not initialised";
 char g_broken_buf[256];
@@ -152,6 +153,7 @@ void do_init()
     std::snprintf(g_desc, sizeof g_desc, "%.96s (sm_%d%d, %d SMs, %.0f GiB), device %d", prop.name, prop.major, prop.minor,
                   prop.multiProcessorCount, gib, dev);
     g_device = dev;
+    g_cc = prop.major * 10 + prop.minor;
     g_usable = true;
     // Wipe the staging buffers at exit, before the CUDA runtime's own
     // teardown (registered earlier, so it runs later).
@@ -192,23 +194,29 @@ bool error_is_fatal(cudaError_t e)
     }
 }
 
-bool pdl_ok()
+int current_device_cc()
 {
-#if GPUAES_PDL
-    static std::atomic<int> cache[16]; // per device: 0 unknown, 1 no, 2 yes
+    static std::atomic<int> cache[16]; // per device: 0 unknown, else 10 * major + minor
     int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) return false;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) {
+        (void)cudaGetLastError();
+        return 0;
+    }
     int c = cache[dev].load(std::memory_order_relaxed);
     if (c == 0) {
-        int major = 0;
-        c = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 ? 2 : 1;
+        int major = 0, minor = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess)
+            c = major * 10 + minor;
         (void)cudaGetLastError();
         cache[dev].store(c, std::memory_order_relaxed);
     }
-    return c == 2;
-#else
-    return false;
-#endif
+    return c;
+}
+
+bool pdl_ok()
+{
+    return GPUAES_PDL && current_device_cc() >= 90;
 }
 
 void mark_gpu_broken(const char *why)
@@ -227,6 +235,14 @@ extern "C" int gpuaes_gpu_available(void)
     if (g_child_after_cuda.load()) return 0;
     ensure_init();
     return g_usable && !gpu_broken() && !g_exiting.load() ? 1 : 0;
+}
+
+extern "C" int gpuaes_gpu_supports(gpuaes_op op)
+{
+    using namespace gpuaes;
+    if (!gpuaes_gpu_available()) return 0;
+    const bool gcm = op == GPUAES_GCM_ENCRYPT || op == GPUAES_GCM_DECRYPT;
+    return !gcm || g_cc >= 80 ? 1 : 0; // ghash_mma.cuh: mma .b1 .and.popc m16n8k256 needs sm_80
 }
 
 extern "C" const char *gpuaes_gpu_description(void)

@@ -25,6 +25,7 @@
 #include "ghash.cuh"
 #include "ghash_launch.h"
 #include "ghash_mma.cuh"
+#include "gpu_state.h"
 #include "pdl.cuh"
 
 
@@ -272,6 +273,7 @@ cudaError_t launch_ghash(const GParams &p, const GhashPlan &pl, const void *data
         (pl.blocks & (pl.blocks - 1)) != 0 || pl.per_lane == 0 || (pl.per_lane & (pl.per_lane - 1)) != 0 ||
         pl.levels < 8 || pl.levels > kGhashMaxLevels || (1ull << pl.block_levels) != (uint64_t)pl.threads * pl.per_lane)
         return cudaErrorInvalidValue;
+    if (current_device_cc() < 80) return cudaErrorNotSupported; // ghash_mma.cuh needs sm_80
     GhashArgs g;
     g.k = pl.per_lane;
     g.log2k = 0;

@@ -25,7 +25,8 @@ cudaError_t upload_ghash_frags(const GhashFrags *f, G128 *scratch, cudaStream_t 
 // (device memory, 16-byte aligned) on `stream`; the 16-byte result, as a
 // G128, lands in device memory at *out.  p.pw[0 .. pl.levels) must hold
 // H^(m*2^L), p.m/pad/nb the plan's values, and the scratch the matrices for
-// the same H (upload_ghash_frags).  One kernel launch.  Returns its status.
+// the same H (upload_ghash_frags).  One kernel launch.  Returns its status;
+// cudaErrorNotSupported below compute capability 8.0.
 cudaError_t launch_ghash(const GParams &p, const GhashPlan &pl, const void *data, G128 *scratch, G128 *out,
                          cudaStream_t stream);
 

@@ -136,12 +136,19 @@ inline void ghash_frags(const G128 &h8, const G128 &h16, const G128 &h32, GhashF
 // ---- device: a warp's 8 chains ----------------------------------------------
 #if defined(__CUDACC__)
 
+// sm_80 and newer: launch_ghash refuses older devices (gpuaes_gpu_supports
+// keeps GCM on the CPU there), so the code for them is never run.
 __device__ __forceinline__ void bmma_and_popc(int (&d)[4], const uint4 &a, uint32_t b0, uint32_t b1)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc "
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
         : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+#else
+    (void)d, (void)a, (void)b0, (void)b1;
+    __trap();
+#endif
 }
 
 // One step: x (this lane's word of its column's value) and c[] (this lane's

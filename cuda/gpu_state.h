@@ -14,6 +14,10 @@ enum class Fault { none, alloc, copyin, launch, copyout, sync };
 // (cudaSetDevice) before its CUDA calls.  Only valid when available() is 1.
 int gpu_device();
 
+// Compute capability of the current device, 10 * major + minor (0 when
+// unknown); cached per device.
+int current_device_cc();
+
 // The fault injected for this process (read once at init).
 Fault gpu_fault();
 

@@ -812,7 +812,7 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
         return;
     }
     if (job->len == 0) return;
-    if (!gpuaes_gpu_available()) {
+    if (!gpuaes_gpu_supports(job->op)) {
         job->status = GPUAES_BUSY;
         return;
     }

@@ -72,6 +72,11 @@ typedef struct gpuaes_job {
  */
 int gpuaes_gpu_available(void);
 
+/* 1 when the GPU can run `op`: gpuaes_gpu_available(), and for the GCM ops
+ * compute capability 8.0 or newer (GHASH runs on the tensor cores' binary
+ * MMAs).  Elsewhere gpuaes_gpu_run() answers GPUAES_BUSY for the op. */
+int gpuaes_gpu_supports(gpuaes_op op);
+
 /* Human-readable: "NVIDIA H200 (sm_90, 132 SMs, 139 GiB), device 0", or why no GPU is used. */
 const char *gpuaes_gpu_description(void);
 

@@ -441,7 +441,7 @@ static int undecided_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
         c->naad += inl;
         return 1;
     }
-    if (!gpuaes_gpu_available()) {    /* no engine to keep it for */
+    if (!offload_possible(OFFLOAD_GCM)) {    /* no engine to keep it for */
         c->msg = MSG_FALLBACK;
         return 1;
     }

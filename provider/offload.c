@@ -11,9 +11,14 @@
 static _Atomic uint64_t gpu_bytes;
 static _Atomic uint64_t gpu_errors;
 
+int offload_possible(offload_kind kind)
+{
+    return gpuaes_gpu_supports(kind == OFFLOAD_GCM ? GPUAES_GCM_ENCRYPT : GPUAES_ECB_ENCRYPT);
+}
+
 int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t len)
 {
-    return len >= prov->offload_min[kind] && len >= 16 && gpuaes_gpu_available();
+    return len >= prov->offload_min[kind] && len >= 16 && offload_possible(kind);
 }
 
 size_t offload_run(gpuaes_job *job)

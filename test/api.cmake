@@ -55,3 +55,6 @@ gpuaes_test(NAME gcm_ghash_gpu COMMAND test_gcm_ghash --gpu LABELS gpu TIMEOUT 3
   ENV "GPUAES_OFFLOAD_MIN_BYTES=4096")
 gpuaes_test(NAME gcm_ghash_fault_gpu COMMAND test_gcm_ghash LABELS gpu TIMEOUT 300
   ENV "GPUAES_OFFLOAD_MIN_BYTES=4096;GPUAES_FAULT=copyout")
+# A GPU that cannot run GCM (compute capability 7.5; emulated): GCM stays on the CPU.
+gpuaes_test(NAME gcm_ghash_no_gcm_emu COMMAND test_gcm_ghash --no-gpu-gcm LABELS emu TIMEOUT 300
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_OFFLOAD_MIN_BYTES=4096;GPUAES_EMU_NO_GCM=1")

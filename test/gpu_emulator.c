@@ -10,7 +10,9 @@
  * GCM ops: CTR32 plus a GHASH of the done prefix's ciphertext of its own,
  * independent of the provider's gcm_math.c: byte tables (fast enough for the
  * 1 GiB tests; an emulator need not be constant time) built with a bitwise
- * SP 800-38D multiply.
+ * SP 800-38D multiply.  GPUAES_EMU_NO_GCM=1 plays a GPU that cannot run the GCM
+ * ops (compute capability 7.5: no binary MMAs with AND): gpuaes_gpu_supports()
+ * says so and gpuaes_gpu_run() answers GPUAES_BUSY for them, as the real layer.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,16 @@ int gpuaes_gpu_available(void)
         available = !(d != NULL && *d != '\0' && *d != '0');
     }
     return available;
+}
+
+int gpuaes_gpu_supports(gpuaes_op op)
+{
+    const char *no_gcm = getenv("GPUAES_EMU_NO_GCM");
+    int gcm = op == GPUAES_GCM_ENCRYPT || op == GPUAES_GCM_DECRYPT;
+
+    if (gcm && no_gcm != NULL && *no_gcm != '\0' && *no_gcm != '0')
+        return 0;
+    return gpuaes_gpu_available();
 }
 
 const char *gpuaes_gpu_description(void)
@@ -233,7 +245,7 @@ void gpuaes_gpu_run(gpuaes_job *job)
     job->done = 0;
     job->status = GPUAES_OK;
     memset(job->ghash, 0, sizeof(job->ghash));
-    if (!gpuaes_gpu_available() || (job->len % 16) != 0) {
+    if (!gpuaes_gpu_supports(job->op) || (job->len % 16) != 0) {
         job->status = GPUAES_BUSY;
         return;
     }
