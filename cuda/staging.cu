@@ -15,8 +15,11 @@
 //
 // Why this shape (measured, bench/NOTES.md): the host copies, not PCIe or the
 // kernels, bound one job; copy-ins and copy-outs of different chunks
-// overlap each other here as well as the DMA, and 8 lanes of 4 MiB keep 32
-// MiB in flight.  A job's chunks ramp up from 256 KiB and down again at its
+// overlap each other here as well as the DMA, and 6 lanes of 4 MiB keep 24
+// MiB in flight: enough to cover the latencies, and little enough that the
+// staging stays largely in the last-level cache, where the DMA reads it (6
+// beat 8 at 64 MiB in every mode, 39-41 against 37-39 GB/s for ECB, NOTES
+// §11).  A job's chunks ramp up from 256 KiB and down again at its
 // end (chunk_len), so that the GPU starts early and the last copy-out is short.
 //
 // Order and failures: GPU completions are taken and copy-outs started in
@@ -61,7 +64,7 @@ constexpr size_t kGhashBytes = kGhashScratch + 64;
 // Staging shape, read once from the environment (tuning; defaults measured).
 struct StagingConfig {
     size_t chunk = size_t(4) << 20; // GPUAES_STAGING_CHUNK: bytes per chunk buffer, a power of two
-    int lanes = 8;                  // GPUAES_STAGING_LANES: chunks in flight per job
+    int lanes = 6;                  // GPUAES_STAGING_LANES: chunks in flight per job
     size_t first = size_t(256) << 10; // GPUAES_STAGING_FIRST: the first (and least) chunk of a job
     bool stream_out = true;         // GPUAES_COPY_STREAM: non-temporal stores into out[]
     long trace_job = 0;             // GPUAES_STAGING_TRACE=N: time the stages of the N-th job (stderr)
