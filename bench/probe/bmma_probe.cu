@@ -16,14 +16,7 @@
 #include <random>
 #include <vector>
 
-#define CK(x)                                                                                    \
-    do {                                                                                         \
-        cudaError_t e_ = (x);                                                                    \
-        if (e_ != cudaSuccess) {                                                                 \
-            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                        \
-        }                                                                                        \
-    } while (0)
+#include "cuda_check.h"
 
 __device__ __forceinline__ void bmma(int (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 {
