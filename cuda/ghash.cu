@@ -116,6 +116,14 @@ __device__ __forceinline__ G128 warp_pow32(const G128 *pw, int base, int levels,
     return gf_mul(a, b);
 }
 
+// Another CUDA block's entry of the scratch, from L2 (ld.cg: not a stale L1 line).
+__device__ __forceinline__ G128 load_cg(const G128 *p)
+{
+    const uint4 c = __ldcg(reinterpret_cast<const uint4 *>(p));
+    G128 g = {{c.x, c.y, c.z, c.w}};
+    return g;
+}
+
 // The partials' sum, sum_t P_t * H^(S(B-1-t)) (t < B): thread t takes
 // partial t times H^(32S(nw-1-w)) * H^(S(31-l)) (B > 32) or H^(S(B-1-t)).
 // Needs max(32, B) threads; all of the CUDA block call it.  The partials come
@@ -124,17 +132,8 @@ __device__ __forceinline__ void combine_partials(const G128 *scratch, uint32_t n
 {
     const uint32_t t = threadIdx.x, lane = t & 31, warp = t >> 5;
     const G128 *tab = scratch + kGhashTab;
-    G128 v = g128_zero();
-    if (t < nparts) {
-        const uint4 c = __ldcg(reinterpret_cast<const uint4 *>(scratch + t));
-        v.w[0] = c.x; v.w[1] = c.y; v.w[2] = c.z; v.w[3] = c.w;
-    }
-    const uint32_t e = nparts <= 32 ? (nparts - 1 - t) & 31 : 31 - lane;
-    G128 pe;
-    {
-        const uint4 c = __ldcg(reinterpret_cast<const uint4 *>(tab + e));
-        pe.w[0] = c.x; pe.w[1] = c.y; pe.w[2] = c.z; pe.w[3] = c.w;
-    }
+    const G128 v = t < nparts ? load_cg(scratch + t) : g128_zero();
+    const G128 pe = load_cg(tab + (nparts <= 32 ? (nparts - 1 - t) & 31 : 31 - lane));
     G128 y = g128_zero();
     if (warp < kGhashMaxPartials / 32) y = warp_xor(gf_mul(v, pe));
     if (nparts <= 32) {
@@ -145,9 +144,7 @@ __device__ __forceinline__ void combine_partials(const G128 *scratch, uint32_t n
     __syncthreads();
     if (warp == 0) {
         const uint32_t nw = nparts / 32, w = lane & (kGhashMaxPartials / 32 - 1);
-        const uint4 c = __ldcg(reinterpret_cast<const uint4 *>(tab + 32 + ((nw - 1 - w) & 31)));
-        G128 pw;
-        pw.w[0] = c.x; pw.w[1] = c.y; pw.w[2] = c.z; pw.w[3] = c.w;
+        const G128 pw = load_cg(tab + 32 + ((nw - 1 - w) & 31));
         const G128 r = warp_xor(g128_sel(lane < nw, gf_mul(s[w], pw), g128_zero()));
         if (lane == 0) *out = r;
     }

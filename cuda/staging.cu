@@ -636,7 +636,7 @@ class Pipeline {
             pw_m_ = pl.m;
             pw_levels_ = 0;
         }
-        for (; pw_levels_ < pl.levels; ++pw_levels_) pw_[pw_levels_ + 1] = gf_mul(pw_[pw_levels_], pw_[pw_levels_]);
+        square_powers(pl.levels);
         for (int L = 0; L < pl.levels; ++L) gparams_.pw[L] = pw_[L];
         gparams_.m = pl.m;
         gparams_.pad = pl.pad;
@@ -659,11 +659,13 @@ class Pipeline {
         if (l.frags_ok && diff == 0) return cudaSuccess;
         GhashFrags *f = reinterpret_cast<GhashFrags *>(l.host + config().frags_offset());
         if (frags_ == nullptr) {
-            G128 p[6]; // H^(2^i)
-            p[0] = h_;
-            for (int i = 1; i < 6; ++i) p[i] = gf_mul(p[i - 1], p[i - 1]);
-            ghash_frags(p[3], p[4], p[5], *f);
-            secure_wipe(p, sizeof p);
+            if (pw_m_ != 1) { // the plans' unit (ghash_plan): pw_[L] = H^(2^L)
+                pw_[0] = h_;
+                pw_m_ = 1;
+                pw_levels_ = 0;
+            }
+            square_powers(5);
+            ghash_frags(pw_[3], pw_[4], pw_[5], *f); // H^8, H^16, H^32
             frags_ = f;
         } else if (frags_ != f) {
             std::memcpy(f, frags_, sizeof *f);
@@ -675,6 +677,12 @@ class Pipeline {
             l.frags_ok = true;
         }
         return e;
+    }
+
+    // pw_[L + 1] = pw_[L]^2 up to L = levels.
+    void square_powers(int levels)
+    {
+        for (; pw_levels_ < levels; ++pw_levels_) pw_[pw_levels_ + 1] = gf_mul(pw_[pw_levels_], pw_[pw_levels_]);
     }
 
     // H^n from pw_[L] = H^(2^L) (pw_m_ == 1, n < 2^(pw_levels_ + 1)).
