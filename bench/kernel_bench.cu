@@ -322,7 +322,6 @@ GhashChunk ghash_chunk(const gpuaes::G128 &h, uint32_t nb)
     c.pl = gpuaes::ghash_plan(nb);
     gpuaes::G128 pw[gpuaes::kGhashMaxLevels + 1];
     gpuaes::ghash_powers(pw, h, c.pl.m, c.pl.levels);
-    c.gp.h = h;
     for (int L = 0; L < c.pl.levels; ++L) c.gp.pw[L] = pw[L];
     c.gp.m = c.pl.m;
     c.gp.pad = c.pl.pad;

@@ -74,7 +74,6 @@ constexpr int kGhashMaxLevels = 32; // N <= 2^32
 
 // Everything the GHASH kernels need besides buffers; by value (constant bank).
 struct GParams {
-    G128 h;                      // H
     G128 pw[kGhashMaxLevels];    // pw[L] = H^(m * 2^L), L < levels
     uint32_t m;                  // unit of the powers: 1 (GhashPlan::m)
     uint32_t pad;                // zero blocks in front of the data

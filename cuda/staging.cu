@@ -319,10 +319,7 @@ class Pipeline {
         std::memcpy(params_.rk, dec ? job->key->rk_dec : job->key->rk_enc, sizeof params_.rk);
         gh_ = job->op == GPUAES_GCM_ENCRYPT ? GhashOver::out : job->op == GPUAES_GCM_DECRYPT ? GhashOver::in
                                                                                           : GhashOver::none;
-        if (gh_ != GhashOver::none) {
-            h_ = g128_from_bytes(job->h);
-            gparams_.h = h_;
-        }
+        if (gh_ != GhashOver::none) h_ = g128_from_bytes(job->h);
         s_ = g128_zero();
         ks_out_ = (kmode == KM_CTR128 || kmode == KM_CTR32) && gh_ == GhashOver::none;
         if (cf.trace_job != 0 && g_jobs.fetch_add(1) + 1 == cf.trace_job) trace_.begin(job->len / first_ + 2);

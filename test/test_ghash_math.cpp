@@ -128,7 +128,6 @@ G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t
     GParams p{};
     G128 pw[kGhashMaxLevels + 1];
     ghash_powers(pw, h, pl.m, pl.levels);
-    p.h = h;
     for (int L = 0; L < pl.levels; ++L) p.pw[L] = pw[L];
     p.m = pl.m;
     p.pad = pl.pad;
