@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "aes_key.h" // secure_wipe
 #include "ghash.cuh"
 
 namespace gpuaes {
@@ -127,10 +128,8 @@ inline void ghash_frags(const G128 &h8, const G128 &h16, const G128 &h32, GhashF
                 }
             }
     }
-    volatile unsigned char *p = reinterpret_cast<volatile unsigned char *>(col);
-    for (size_t i = 0; i < sizeof col; ++i) p[i] = 0;
-    p = reinterpret_cast<volatile unsigned char *>(rows);
-    for (size_t i = 0; i < sizeof rows; ++i) p[i] = 0;
+    secure_wipe(col, sizeof col);
+    secure_wipe(rows, sizeof rows);
 }
 
 // ---- device: a warp's 8 chains ----------------------------------------------
