@@ -1,18 +1,29 @@
-// device.cu - choosing the GPU: lazy thread-safe init, environment switches,
-// fork safety, and the description string.
+// device.cu - choosing the GPU: lazy initialisation in the background,
+// environment switches, fork safety, and the description string.
+//
+// Start-up: CUDA initialisation and context creation cost 0.2-0.9 s and
+// ~0.5 GiB of device memory.  No caller ever waits for them: the first call
+// that could use the GPU starts a gpuaes-owned thread that initialises, and
+// every call runs on the CPU until it is done (gpuaes_gpu_available() never
+// blocks).  Only an explicit question (gpuaes_gpu_wait(), the provider's
+// "gpu" and "gpu-available" parameters) waits.  A process that never makes
+// such a call never touches CUDA.
 //
 // Fork: CUDA cannot be used in a child forked after the parent initialised
 // it (the driver state is not duplicated; calls may fail or hang).  A
 // pthread_atfork child handler, registered when the library is loaded,
-// records whether this process had touched CUDA; if so the child never makes
-// another CUDA call and reports no GPU.  If not, the child may initialise on
-// its own.  The handler also re-creates our locks, since a parent thread may
-// have held one at fork() time and no such thread exists in the child.
+// records whether this process had touched CUDA (or begun to, on the init
+// thread); if so the child never makes another CUDA call and reports no GPU.
+// If not, the child may initialise on its own.  The handler also re-creates
+// our locks, since a parent thread may have held one at fork() time and no
+// such thread exists in the child.
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <pthread.h>
+#include <signal.h>
 
 #include <cuda_runtime.h>
 
@@ -27,8 +38,13 @@ namespace {
 
 constexpr const char kForkMsg[] = "CUDA was initialised before fork(); this child process uses the CPU";
 
+// Initialisation: none -> running (the init thread) -> done.
+enum InitState : int { kInitNone, kInitRunning, kInitDone };
 pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
-std::atomic<bool> g_init_done{false};
+pthread_cond_t g_init_cv = PTHREAD_COND_INITIALIZER; // broadcast when done
+std::atomic<int> g_init_state{kInitNone};
+pthread_t g_init_thread;
+bool g_init_joinable = false; // under g_init_lock
 std::atomic<bool> g_cuda_touched{false};     // a CUDA call was made (or begun) in this process
 std::atomic<bool> g_child_after_cuda{false}; // we are a child forked after that
 std::atomic<bool> g_exiting{false};          // the exit-time release ran
@@ -36,7 +52,8 @@ std::atomic<bool> g_atfork_registered{false};
 std::atomic<bool> g_broken_claimed{false};
 std::atomic<const char *> g_broken_desc{nullptr};
 
-// Written by do_init() under g_init_lock before g_init_done is published.
+// Written by do_init() on the init thread before g_init_state is kInitDone
+// (release); read after seeing it (acquire).
 bool g_usable = false;
 int g_device = 0;
 int g_cc = 0; // compute capability, 10 * major + minor
@@ -46,8 +63,14 @@ char g_broken_buf[256];
 
 void on_fork_child()
 {
+    // The init thread does not exist in the child: if it had begun, CUDA
+    // was touched, and the child stays on the CPU.
+    if (g_init_state.load() == kInitRunning) g_cuda_touched.store(true);
     if (g_cuda_touched.load()) g_child_after_cuda.store(true);
     pthread_mutex_init(&g_init_lock, nullptr);
+    pthread_cond_init(&g_init_cv, nullptr);
+    g_init_joinable = false;
+    if (g_init_state.load() == kInitRunning) g_init_state.store(kInitDone);
     staging_atfork_child();
     keystream_atfork_child();
 }
@@ -157,20 +180,65 @@ void do_init()
     g_usable = true;
     // Wipe the staging buffers at exit, before the CUDA runtime's own
     // teardown (registered earlier, so it runs later).
-    std::atexit(at_exit_release);
+    static std::atomic<bool> registered{false};
+    if (!registered.exchange(true)) std::atexit(at_exit_release);
 }
 
-void ensure_init()
+void finish_init()
 {
-    if (g_init_done.load(std::memory_order_acquire)) return;
+    pthread_mutex_lock(&g_init_lock);
+    g_init_state.store(kInitDone, std::memory_order_release);
+    pthread_cond_broadcast(&g_init_cv);
+    pthread_mutex_unlock(&g_init_lock);
+}
+
+void *init_thread_main(void *)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    do_init();
+    if (g_usable) { // how long the start-up took, for the description
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const size_t n = std::strlen(g_desc);
+        std::snprintf(g_desc + n, sizeof g_desc - n, ", started in %.2f s", s);
+    }
+    finish_init();
+    return nullptr;
+}
+
+// Starts the initialisation once, in the background; never waits for it.
+void start_init()
+{
+    if (g_init_state.load(std::memory_order_acquire) != kInitNone) return;
     register_atfork_once();
     pthread_mutex_lock(&g_init_lock);
-    if (!g_init_done.load(std::memory_order_relaxed)) {
-        do_init();
-        g_init_done.store(true, std::memory_order_release);
+    if (g_init_state.load(std::memory_order_relaxed) == kInitNone) {
+        g_init_state.store(kInitRunning, std::memory_order_relaxed);
+        // The init thread takes no signals: they are the application's.
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        g_init_joinable = pthread_create(&g_init_thread, nullptr, init_thread_main, nullptr) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+        if (!g_init_joinable) {
+            std::snprintf(g_desc, sizeof g_desc, "no usable GPU: could not start the initialisation thread");
+            g_init_state.store(kInitDone, std::memory_order_release);
+            pthread_cond_broadcast(&g_init_cv);
+        }
     }
     pthread_mutex_unlock(&g_init_lock);
 }
+
+// Starts the initialisation if needed and waits until it is over.
+void wait_init()
+{
+    start_init();
+    if (g_init_state.load(std::memory_order_acquire) == kInitDone) return;
+    pthread_mutex_lock(&g_init_lock);
+    while (g_init_state.load(std::memory_order_relaxed) != kInitDone) pthread_cond_wait(&g_init_cv, &g_init_lock);
+    pthread_mutex_unlock(&g_init_lock);
+}
+
+bool ready() { return g_init_state.load(std::memory_order_acquire) == kInitDone; }
 
 } // namespace
 
@@ -233,8 +301,19 @@ extern "C" int gpuaes_gpu_available(void)
 {
     using namespace gpuaes;
     if (g_child_after_cuda.load()) return 0;
-    ensure_init();
+    if (!ready()) {
+        start_init(); // the CPU serves this call; the GPU, once it is up
+        return 0;
+    }
     return g_usable && !gpu_broken() && !g_exiting.load() ? 1 : 0;
+}
+
+extern "C" int gpuaes_gpu_wait(void)
+{
+    using namespace gpuaes;
+    if (g_child_after_cuda.load()) return 0;
+    wait_init();
+    return gpuaes_gpu_available();
 }
 
 extern "C" int gpuaes_gpu_supports(gpuaes_op op)
@@ -249,7 +328,46 @@ extern "C" const char *gpuaes_gpu_description(void)
 {
     using namespace gpuaes;
     if (g_child_after_cuda.load()) return kForkMsg;
-    ensure_init();
+    wait_init();
     const char *broken = g_broken_desc.load(std::memory_order_acquire);
     return broken != nullptr ? broken : g_desc;
+}
+
+extern "C" int gpuaes_gpu_started(void) { return gpuaes::ready() ? 1 : 0; }
+
+extern "C" const char *gpuaes_gpu_state(void)
+{
+    using namespace gpuaes;
+    if (g_child_after_cuda.load()) return kForkMsg;
+    switch (g_init_state.load(std::memory_order_acquire)) {
+    case kInitNone: return "GPU not started (it starts in the background at the first large operation)";
+    case kInitRunning: return "GPU starting";
+    default: return gpuaes_gpu_description();
+    }
+}
+
+extern "C" void gpuaes_gpu_shutdown(void)
+{
+    using namespace gpuaes;
+    if (g_child_after_cuda.load()) return; // the parent's resources: never touched here
+    pthread_mutex_lock(&g_init_lock);
+    const bool join = g_init_joinable;
+    g_init_joinable = false;
+    pthread_mutex_unlock(&g_init_lock);
+    if (join) pthread_join(g_init_thread, nullptr); // an initialisation under way ends first
+    if (g_init_state.load() != kInitDone) return;   // never started: nothing to give back
+    if (!g_exiting.load()) {
+        copy_pool_stop(false);
+        gpuaes_gpu_release();
+        keystream_release();
+    }
+    // Forget the initialisation: a later load starts afresh.
+    pthread_mutex_lock(&g_init_lock);
+    g_usable = false;
+    g_cc = 0;
+    std::snprintf(g_desc, sizeof g_desc, "no usable GPU: not initialised");
+    g_broken_desc.store(nullptr);
+    g_broken_claimed.store(false);
+    g_init_state.store(kInitNone, std::memory_order_release);
+    pthread_mutex_unlock(&g_init_lock);
 }

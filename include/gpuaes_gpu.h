@@ -66,19 +66,33 @@ typedef struct gpuaes_job {
 } gpuaes_job;
 
 /*
- * Lazy, thread-safe, one-time initialisation.  Returns 1 when a usable GPU
- * exists in this process (never in a child forked after the parent used
- * CUDA), else 0.  Never blocks for long, never aborts.
+ * 1 when a usable GPU is ready in this process (never in a child forked
+ * after the parent used CUDA), else 0.  Never blocks: the first call starts
+ * the GPU's initialisation on a gpuaes-owned thread and answers 0 until it
+ * is over, so callers run on the CPU meanwhile.
  */
 int gpuaes_gpu_available(void);
 
-/* 1 when the GPU can run `op`: gpuaes_gpu_available(), and for the GCM ops
- * compute capability 8.0 or newer (GHASH runs on the tensor cores' binary
+/* Starts the initialisation if needed, waits until it is over, and answers
+ * as gpuaes_gpu_available().  For explicit questions only (provider
+ * parameters, tests), never on a data path. */
+int gpuaes_gpu_wait(void);
+
+/* 1 when the GPU can run `op` now: gpuaes_gpu_available(), and for the GCM
+ * ops compute capability 8.0 or newer (GHASH runs on the tensor cores' binary
  * MMAs).  Elsewhere gpuaes_gpu_run() answers GPUAES_BUSY for the op. */
 int gpuaes_gpu_supports(gpuaes_op op);
 
-/* Human-readable: "NVIDIA H200 (sm_90, 132 SMs, 139 GiB), device 0", or why no GPU is used. */
+/* Human-readable: "NVIDIA H200 (sm_90, 132 SMs, 139 GiB), device 0, started
+ * in 0.31 s", or why no GPU is used.  Waits for the initialisation. */
 const char *gpuaes_gpu_description(void);
+
+/* 1 once the initialisation is over (usable GPU or not); never starts it. */
+int gpuaes_gpu_started(void);
+
+/* The same without waiting: the description once initialised, else "GPU not
+ * started ..." or "GPU starting". */
+const char *gpuaes_gpu_state(void);
 
 /*
  * Runs the job through pinned staging buffers and CUDA streams.  Thread-safe;
@@ -89,6 +103,12 @@ void gpuaes_gpu_run(gpuaes_job *job);
 
 /* Wipes and frees all staging memory (idempotent; also runs at exit). */
 void gpuaes_gpu_release(void);
+
+/* Gives back everything the GPU layer holds: the initialisation thread
+ * joined, copy threads joined, staging and keystream memory wiped and freed;
+ * then forgets the initialisation, so that a later call starts afresh.  For
+ * the teardown of the last provider instance: no job or window may be in use. */
+void gpuaes_gpu_shutdown(void);
 
 
 /* ---- Keystream ahead: asynchronous CTR keystream windows (cuda/keystream.cu) ----

@@ -441,7 +441,9 @@ static int undecided_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
         c->naad += inl;
         return 1;
     }
-    if (!offload_possible(OFFLOAD_GCM)) {    /* no engine to keep it for */
+    /* No engine to keep it for.  (A GPU not started yet is not started for AAD:
+     * only data worth the GPU starts it.) */
+    if (offload_ruled_out(OFFLOAD_GCM)) {
         c->msg = MSG_FALLBACK;
         return 1;
     }

@@ -88,6 +88,8 @@ const char *settings_policy(const gpuaes_prov *prov);
 /* offload.c: the decision to use the GPU, and running a job with its reporting. */
 /* Whether the GPU can take this kind at all (GCM needs compute capability 8.0). */
 int offload_possible(offload_kind kind);
+/* Known never to run on the GPU in this process (asks nothing of a GPU not started). */
+int offload_ruled_out(offload_kind kind);
 int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t len);
 /* Runs job on the GPU; on failure records the error (queue, debug log, counter).
  * Returns the bytes done (job->iv is the state at in + done). */

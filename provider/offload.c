@@ -16,6 +16,11 @@ int offload_possible(offload_kind kind)
     return gpuaes_gpu_supports(kind == OFFLOAD_GCM ? GPUAES_GCM_ENCRYPT : GPUAES_ECB_ENCRYPT);
 }
 
+int offload_ruled_out(offload_kind kind)
+{
+    return gpuaes_gpu_started() && !offload_possible(kind);
+}
+
 int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t len)
 {
     return len >= prov->offload_min[kind] && len >= 16 && offload_possible(kind);

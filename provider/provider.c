@@ -2,6 +2,7 @@
  * provider.c - the module's entry point: the cipher table, provider
  * parameters, and the operations OpenSSL queries.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <openssl/core_names.h>
@@ -102,23 +103,16 @@ static const OSSL_PARAM *gpuaes_gettable_params(void *provctx)
 
 /*
  * `openssl list -providers -verbose` prints only the standard keys, so the
- * name also says which GPU is used, or why none is.  Made once: asking
- * initialises the GPU layer.
+ * name also says how the GPU stands, without waiting for it (loading and
+ * listing never start CUDA): "not started" in a fresh process.  The "gpu"
+ * parameter waits for the GPU and names it.
  */
-static char name_buf[320];
-static CRYPTO_ONCE name_once = CRYPTO_ONCE_STATIC_INIT;
-
-static void make_name(void)
-{
-    snprintf(name_buf, sizeof(name_buf), "gpuaes: AES on NVIDIA GPUs through CUDA [%s]",
-             gpuaes_gpu_description());
-}
-
 static const char *provider_name(void)
 {
-    if (!CRYPTO_THREAD_run_once(&name_once, make_name))
-        return "gpuaes";
-    return name_buf;
+    static _Thread_local char buf[320];
+
+    snprintf(buf, sizeof(buf), "gpuaes: AES on NVIDIA GPUs through CUDA [%s]", gpuaes_gpu_state());
+    return buf;
 }
 
 static int keystream_get_params(const gpuaes_prov *prov, OSSL_PARAM params[]);
@@ -144,7 +138,7 @@ static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
     if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, gpuaes_gpu_description()))
         return 0;
     p = OSSL_PARAM_locate(params, "gpu-available");
-    if (p != NULL && !OSSL_PARAM_set_int(p, gpuaes_gpu_available()))
+    if (p != NULL && !OSSL_PARAM_set_int(p, gpuaes_gpu_wait()))
         return 0;
     p = OSSL_PARAM_locate(params, "gpu-bytes");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, offload_gpu_bytes()))
@@ -193,6 +187,10 @@ static const OSSL_ALGORITHM *gpuaes_query(void *provctx, int operation_id, int *
     return operation_id == OSSL_OP_CIPHER ? algorithms : NULL;
 }
 
+/* Loaded instances (one per library context): the last one out gives the
+ * GPU layer's threads and memory back. */
+static _Atomic int instances;
+
 static void gpuaes_teardown(void *provctx)
 {
     gpuaes_prov *prov = provctx;
@@ -206,6 +204,8 @@ static void gpuaes_teardown(void *provctx)
                      launches, jobs);
     fallback_unload(prov);
     OPENSSL_free(prov);
+    if (atomic_fetch_sub(&instances, 1) == 1)
+        gpuaes_gpu_shutdown();
 }
 
 static const OSSL_DISPATCH provider_functions[] = {
@@ -255,6 +255,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         OPENSSL_free(prov);
         return 0;
     }
+    atomic_fetch_add(&instances, 1);
     gpuaes_debug("loaded; offload thresholds %s", settings_policy(prov));
     *out = provider_functions;
     *provctx = prov;

@@ -58,3 +58,18 @@ gpuaes_test(NAME gcm_ghash_fault_gpu COMMAND test_gcm_ghash LABELS gpu TIMEOUT 3
 # A GPU that cannot run GCM (compute capability 7.5; emulated): GCM stays on the CPU.
 gpuaes_test(NAME gcm_ghash_no_gcm_emu COMMAND test_gcm_ghash --no-gpu-gcm LABELS emu TIMEOUT 300
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_OFFLOAD_MIN_BYTES=4096;GPUAES_EMU_NO_GCM=1")
+
+# The GPU's start-up runs in the background, never on a caller's path; the
+# _emu twin makes it take 1.5 s (GPUAES_EMU_INIT_MS) so the calls meanwhile
+# are seen on the CPU.
+gpuaes_test_program(test_startup test_startup.c)
+target_link_libraries(test_startup PRIVATE api_util)
+gpuaes_test(NAME startup COMMAND test_startup LABELS gpu TIMEOUT 120
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=65536;GPUAES_EMU_INIT_MS=1500")
+
+# Unload gives back what the provider took: 200 load/use/unload cycles, no
+# growth of threads, open files, RSS or (NVML) device memory.
+gpuaes_test_program(test_unload test_unload.c)
+target_link_libraries(test_unload PRIVATE api_util ${CMAKE_DL_LIBS})
+gpuaes_test(NAME unload COMMAND test_unload --gpu LABELS gpu TIMEOUT 600
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=65536;GPUAES_KEYSTREAM_RAMP_BYTES=64K")

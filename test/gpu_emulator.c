@@ -14,7 +14,11 @@
  * ops (compute capability 7.5: no binary MMAs with AND): gpuaes_gpu_supports()
  * says so and gpuaes_gpu_run() answers GPUAES_BUSY for them, as the real layer.
  */
+#define _POSIX_C_SOURCE 200809L  /* nanosleep */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -48,16 +52,87 @@ void gpuaes_key_free(gpuaes_key *key)
     OPENSSL_clear_free(key, sizeof(*key));
 }
 
+/*
+ * Start-up, as the real layer (cuda/device.cu): the first gpuaes_gpu_available()
+ * starts it on a thread of its own and answers 0 until it is over.
+ * GPUAES_EMU_INIT_MS=N makes it take N milliseconds (tests of the CPU path
+ * during a slow start-up and of exit meanwhile); without it, it is over at
+ * once.
+ */
+enum { EMU_NONE, EMU_STARTING, EMU_READY };
+static _Atomic int emu_state = EMU_NONE;
+static int emu_usable;                 /* written before emu_state becomes EMU_READY */
+static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t emu_cv = PTHREAD_COND_INITIALIZER;
+static pthread_t emu_thread;
+static int emu_joinable;
+
+static void emu_finish(void)
+{
+    const char *d = getenv("GPUAES_DISABLE_GPU");
+
+    emu_usable = !(d != NULL && *d != '\0' && *d != '0');
+    pthread_mutex_lock(&emu_lock);
+    atomic_store(&emu_state, EMU_READY);
+    pthread_cond_broadcast(&emu_cv);
+    pthread_mutex_unlock(&emu_lock);
+}
+
+static void *emu_start_main(void *ms)
+{
+    struct timespec t = { (long)(size_t)ms / 1000, (long)((size_t)ms % 1000) * 1000000L };
+
+    nanosleep(&t, NULL);
+    emu_finish();
+    return NULL;
+}
+
+static void emu_start(void)
+{
+    const char *e = getenv("GPUAES_EMU_INIT_MS");
+    size_t ms = e != NULL ? (size_t)strtoul(e, NULL, 10) : 0;
+
+    pthread_mutex_lock(&emu_lock);
+    if (atomic_load(&emu_state) == EMU_NONE) {
+        atomic_store(&emu_state, EMU_STARTING);
+        if (ms == 0) {
+            pthread_mutex_unlock(&emu_lock);
+            emu_finish();
+            return;
+        }
+        emu_joinable = pthread_create(&emu_thread, NULL, emu_start_main, (void *)ms) == 0;
+        if (!emu_joinable) {
+            pthread_mutex_unlock(&emu_lock);
+            emu_finish();
+            return;
+        }
+    }
+    pthread_mutex_unlock(&emu_lock);
+}
+
 int gpuaes_gpu_available(void)
 {
-    static int available = -1;        /* racy but idempotent */
-
-    if (available < 0) {
-        const char *d = getenv("GPUAES_DISABLE_GPU");
-
-        available = !(d != NULL && *d != '\0' && *d != '0');
+    if (atomic_load(&emu_state) != EMU_READY) {
+        emu_start();
+        if (atomic_load(&emu_state) != EMU_READY)
+            return 0;
     }
-    return available;
+    return emu_usable;
+}
+
+int gpuaes_gpu_wait(void)
+{
+    emu_start();
+    pthread_mutex_lock(&emu_lock);
+    while (atomic_load(&emu_state) != EMU_READY)
+        pthread_cond_wait(&emu_cv, &emu_lock);
+    pthread_mutex_unlock(&emu_lock);
+    return emu_usable;
+}
+
+int gpuaes_gpu_started(void)
+{
+    return atomic_load(&emu_state) == EMU_READY;
 }
 
 int gpuaes_gpu_supports(gpuaes_op op)
@@ -72,30 +147,62 @@ int gpuaes_gpu_supports(gpuaes_op op)
 
 const char *gpuaes_gpu_description(void)
 {
-    return gpuaes_gpu_available() ? "CPU emulation of the GPU layer (tests only)"
-                                  : "disabled by GPUAES_DISABLE_GPU";
+    return gpuaes_gpu_wait() ? "CPU emulation of the GPU layer (tests only)"
+                             : "disabled by GPUAES_DISABLE_GPU";
+}
+
+const char *gpuaes_gpu_state(void)
+{
+    if (!gpuaes_gpu_started())
+        return atomic_load(&emu_state) == EMU_NONE ? "GPU not started" : "GPU starting";
+    return gpuaes_gpu_description();
 }
 
 void gpuaes_gpu_release(void) {}
 
-static OSSL_LIB_CTX *emu_libctx;
-static CRYPTO_ONCE emu_once = CRYPTO_ONCE_STATIC_INIT;
 
-static void emu_init(void)
+/* The emulator's own library context: made on first use, freed at shutdown. */
+static OSSL_LIB_CTX *emu_libctx;
+static pthread_mutex_t emu_libctx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static OSSL_LIB_CTX *emu_get_libctx(void)
 {
-    emu_libctx = OSSL_LIB_CTX_new();
-    if (emu_libctx != NULL && OSSL_PROVIDER_load(emu_libctx, "default") == NULL) {
+    OSSL_LIB_CTX *l;
+
+    pthread_mutex_lock(&emu_libctx_lock);
+    if (emu_libctx == NULL && (emu_libctx = OSSL_LIB_CTX_new()) != NULL
+        && OSSL_PROVIDER_load(emu_libctx, "default") == NULL) {
         OSSL_LIB_CTX_free(emu_libctx);
         emu_libctx = NULL;
     }
+    l = emu_libctx;
+    pthread_mutex_unlock(&emu_libctx_lock);
+    return l;
+}
+
+/* The last provider instance is gone: join the start-up, forget it. */
+void gpuaes_gpu_shutdown(void)
+{
+    pthread_mutex_lock(&emu_lock);
+    int join = emu_joinable;
+
+    emu_joinable = 0;
+    pthread_mutex_unlock(&emu_lock);
+    if (join)
+        pthread_join(emu_thread, NULL);
+    atomic_store(&emu_state, EMU_NONE);
+    pthread_mutex_lock(&emu_libctx_lock);
+    OSSL_LIB_CTX_free(emu_libctx);
+    emu_libctx = NULL;
+    pthread_mutex_unlock(&emu_libctx_lock);
 }
 
 /* One AES block operation over n blocks with the default provider's ECB. */
 static int ecb(const gpuaes_key *k, int enc, unsigned char *out, const unsigned char *in, size_t n)
 {
     static const char *names[] = { "AES-128-ECB", "AES-192-ECB", "AES-256-ECB" };
-    EVP_CIPHER *c = CRYPTO_THREAD_run_once(&emu_once, emu_init) && emu_libctx != NULL
-        ? EVP_CIPHER_fetch(emu_libctx, names[(k->keylen - 16) / 8], NULL) : NULL;
+    OSSL_LIB_CTX *l = emu_get_libctx();
+    EVP_CIPHER *c = l != NULL ? EVP_CIPHER_fetch(l, names[(k->keylen - 16) / 8], NULL) : NULL;
     EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
     int ok, outl;
 

@@ -233,7 +233,7 @@ int main(int argc, char **argv)
 
     (void)argc;
     (void)argv;
-    if (!gpuaes_gpu_available()) {
+    if (!gpuaes_gpu_wait()) {
         printf("SKIP: no usable GPU (%s)\n", gpuaes_gpu_description());
         return 77;
     }

@@ -1,0 +1,172 @@
+/*
+ * test_startup.c - the GPU's start-up never runs on a caller's path.
+ *
+ * - Loading the provider and asking its name start nothing ("not started").
+ * - GCM with AAD and a small message starts nothing.
+ * - The first call worth the GPU starts the initialisation in the background
+ *   and itself runs on the CPU: identical output, no GPU bytes.
+ * - Once the GPU is up (the "gpu-available" parameter waits for it), the same
+ *   call goes to the GPU, with identical output.
+ * - A process that exits while the GPU is starting exits promptly (< 100 ms
+ *   from its exit() to its end), 5 times.
+ * Run with GPUAES_EMU_INIT_MS set, the emulator's start-up takes that long,
+ * so the "starting" state is checked too.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
+
+#include "api_util.h"
+
+#define BIG ((size_t)2 << 20)
+
+static double now_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static const char *provider_name(test_env *env)
+{
+    static char name[400];
+    const char *p = NULL;
+    OSSL_PARAM params[2] = { OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_NAME, &p, 0), OSSL_PARAM_END };
+
+    name[0] = '\0';
+    if (OSSL_PROVIDER_get_params(env->gpuaes, params) && p != NULL)
+        snprintf(name, sizeof(name), "%s", p);
+    return name;
+}
+
+/* One CTR-128 encryption of len bytes, gpuaes against the default provider. */
+static void ctr_same(test_env *env, const unsigned char *in, size_t len, unsigned char *a,
+                     unsigned char *b)
+{
+    static const unsigned char key[16] = "0123456789abcde", iv[16] = "fedcba987654321";
+    EVP_CIPHER *g = api_fetch(env, "AES-128-CTR", "gpuaes");
+    EVP_CIPHER *d = api_fetch(env, "AES-128-CTR", "default");
+    size_t la = 0, lb = 0;
+
+    TEST_CHECK(api_crypt(g, 1, key, iv, NULL, 0, in, len, a, &la, NULL, 1));
+    TEST_CHECK(api_crypt(d, 1, key, iv, NULL, 0, in, len, b, &lb, NULL, 1));
+    TEST_CHECK(la == len && lb == len && memcmp(a, b, len) == 0);
+    EVP_CIPHER_free(g);
+    EVP_CIPHER_free(d);
+}
+
+static void small_gcm(test_env *env)
+{
+    static const unsigned char key[32] = "k", iv[12] = "iv";
+    unsigned char aad[300], in[64], out[64], tag[16];
+    EVP_CIPHER *g = api_fetch(env, "AES-256-GCM", "gpuaes");
+    size_t outl = 0;
+
+    memset(aad, 0xa5, sizeof(aad));
+    memset(in, 0x5a, sizeof(in));
+    TEST_CHECK(api_crypt(g, 1, key, iv, aad, sizeof(aad), in, sizeof(in), out, &outl, tag, 1));
+    EVP_CIPHER_free(g);
+}
+
+/* The child: start the GPU with one large call, report the time, exit. */
+static int exit_during_startup(int fd)
+{
+    test_env env;
+    unsigned char *in = calloc(1, BIG), *a = malloc(BIG), *b = malloc(BIG);
+    double t;
+
+    if (in == NULL || a == NULL || b == NULL || !test_env_open(&env))
+        return 2;
+    ctr_same(&env, in, BIG, a, b);
+    t = now_ms();
+    if (write(fd, &t, sizeof(t)) != (ssize_t)sizeof(t))
+        return 2;
+    exit(test_failures == 0 ? 0 : 1);    /* the GPU is still starting */
+}
+
+static void check_prompt_exit(const char *self)
+{
+    for (int run = 0; run < 5; run++) {
+        int fds[2], status = 0;
+        double sent = 0, end;
+        pid_t pid;
+
+        TEST_CHECK(pipe(fds) == 0);
+        pid = fork();
+        if (pid == 0) {
+            char fd[16];
+
+            close(fds[0]);
+            snprintf(fd, sizeof(fd), "%d", fds[1]);
+            execl(self, self, "--exit-during-startup", fd, (char *)NULL);
+            _exit(3);
+        }
+        close(fds[1]);
+        TEST_CHECK(read(fds[0], &sent, sizeof(sent)) == (ssize_t)sizeof(sent));
+        TEST_CHECK(waitpid(pid, &status, 0) == pid);
+        end = now_ms();
+        close(fds[0]);
+        CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+        CHECKF(end - sent < 100.0, "exit during start-up took %.1f ms", end - sent);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    test_env env;
+    unsigned char *in, *a, *b;
+    const char *dir = getenv("GPUAES_MODULE_DIR"), *ms = getenv("GPUAES_EMU_INIT_MS");
+    /* the emulated module (build/emu) with a slow start-up */
+    int emu_slow = dir != NULL && strstr(dir, "/emu") != NULL && ms != NULL && atoi(ms) > 0;
+    uint64_t before;
+
+    if (argc == 3 && strcmp(argv[1], "--exit-during-startup") == 0)
+        return exit_during_startup(atoi(argv[2]));
+    in = malloc(BIG);
+    a = malloc(BIG);
+    b = malloc(BIG);
+    if (in == NULL || a == NULL || b == NULL || !test_env_open(&env))
+        return 1;
+    test_seed(7);
+    test_rand_bytes(in, BIG);
+
+    CHECKF(strstr(provider_name(&env), "not started") != NULL, "name: %s", provider_name(&env));
+    small_gcm(&env);
+    ctr_same(&env, in, 4096, a, b);
+    CHECKF(strstr(provider_name(&env), "not started") != NULL, "after small calls: %s",
+           provider_name(&env));
+
+    /* The first call worth the GPU starts it, and runs on the CPU. */
+    before = test_gpu_bytes(&env);
+    ctr_same(&env, in, BIG, a, b);
+    CHECKF(test_gpu_bytes(&env) == before, "gpu-bytes grew by %llu during start-up",
+           (unsigned long long)(test_gpu_bytes(&env) - before));
+    CHECKF(strstr(provider_name(&env), "not started") == NULL, "not started: %s",
+           provider_name(&env));
+    if (emu_slow) {
+        CHECKF(strstr(provider_name(&env), "starting") != NULL, "name: %s", provider_name(&env));
+        ctr_same(&env, in, BIG, a, b);          /* still starting: the CPU again */
+        TEST_CHECK(test_gpu_bytes(&env) == before);
+    }
+
+    if (test_gpu_available(&env)) {             /* waits for the start-up */
+        before = test_gpu_bytes(&env);
+        ctr_same(&env, in, BIG, a, b);
+        CHECKF(test_gpu_bytes(&env) > before, "the GPU took nothing once up");
+    } else if (getenv("GPUAES_TEST_REQUIRE_GPU") != NULL) {
+        TEST_CHECK(!"no GPU");
+    }
+    test_env_close(&env);
+    check_prompt_exit(argv[0]);
+    free(in);
+    free(a);
+    free(b);
+    return test_report("startup");
+}
