@@ -100,6 +100,29 @@ void at_exit_release()
     keystream_release();
 }
 
+// Exit while the GPU starts.  The process's exit handlers run in reverse
+// order of registration: the CUDA runtime's and OpenSSL's (which unloads
+// providers) were registered before the initialisation began, so they run
+// after stop_init_at_exit(), registered when it began.  That handler tells
+// the init thread to stop at its next step (do_init checks between CUDA
+// calls) and joins it: no CUDA call is under way on the init thread once
+// the runtime's own teardown starts (one was seen to crash there), and the
+// wait is at most one CUDA call, not the whole start-up.
+std::atomic<bool> g_process_exiting{false};
+
+bool exit_began() { return g_process_exiting.load(std::memory_order_relaxed); }
+
+void stop_init_at_exit()
+{
+    g_process_exiting.store(true);
+    if (g_child_after_cuda.load()) return;
+    pthread_mutex_lock(&g_init_lock);
+    const bool join = g_init_joinable;
+    g_init_joinable = false;
+    pthread_mutex_unlock(&g_init_lock);
+    if (join) pthread_join(g_init_thread, nullptr);
+}
+
 Fault parse_fault(const char *s)
 {
     if (s == nullptr) return Fault::none;
@@ -133,6 +156,7 @@ void do_init()
     }
 
     g_cuda_touched.store(true); // from here on a forked child must keep off CUDA
+    if (exit_began()) return;
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
@@ -148,6 +172,7 @@ void do_init()
                       count == 1 ? "is" : "are", count, count == 1 ? "" : "s");
         return;
     }
+    if (exit_began()) return;
     cudaDeviceProp prop;
     e = cudaGetDeviceProperties(&prop, dev);
     if (e != cudaSuccess) {
@@ -160,12 +185,14 @@ void do_init()
                       prop.name, prop.major, prop.minor, dev);
         return;
     }
+    if (exit_began()) return;
     e = cudaSetDevice(dev);
     if (e == cudaSuccess) e = cudaFree(nullptr); // creates the context now, not in the first job
     if (e != cudaSuccess) {
         std::snprintf(g_desc, sizeof g_desc, "no usable GPU: device %d: %s", dev, cudaGetErrorString(e));
         return;
     }
+    if (exit_began()) return;
     e = kernels_init(prop.multiProcessorCount);
     if (e != cudaSuccess) {
         std::snprintf(g_desc, sizeof g_desc, "no usable GPU: %.96s (sm_%d%d), device %d: kernel setup: %.96s", prop.name,
@@ -211,7 +238,9 @@ void start_init()
     if (g_init_state.load(std::memory_order_acquire) != kInitNone) return;
     register_atfork_once();
     pthread_mutex_lock(&g_init_lock);
-    if (g_init_state.load(std::memory_order_relaxed) == kInitNone) {
+    if (g_init_state.load(std::memory_order_relaxed) == kInitNone && !exit_began()) {
+        static bool registered = false; // under g_init_lock
+        if (!registered) registered = std::atexit(stop_init_at_exit) == 0;
         g_init_state.store(kInitRunning, std::memory_order_relaxed);
         // The init thread takes no signals: they are the application's.
         sigset_t all, old;
@@ -349,7 +378,10 @@ extern "C" const char *gpuaes_gpu_state(void)
 extern "C" void gpuaes_gpu_shutdown(void)
 {
     using namespace gpuaes;
-    if (g_child_after_cuda.load()) return; // the parent's resources: never touched here
+    // A forked child keeps off the parent's resources; at exit,
+    // at_exit_release() gave them back already, and the CUDA runtime may be
+    // gone: no CUDA call here.
+    if (g_child_after_cuda.load() || exit_began()) return;
     pthread_mutex_lock(&g_init_lock);
     const bool join = g_init_joinable;
     g_init_joinable = false;

@@ -78,13 +78,32 @@ static void emu_finish(void)
     pthread_mutex_unlock(&emu_lock);
 }
 
+static _Atomic int emu_exiting;
+
+/* The real start-up is a few CUDA calls, and stops between them at exit:
+ * this one is 10 ms steps. */
 static void *emu_start_main(void *ms)
 {
-    struct timespec t = { (long)(size_t)ms / 1000, (long)((size_t)ms % 1000) * 1000000L };
+    struct timespec step = { 0, 10 * 1000000L };
 
-    nanosleep(&t, NULL);
+    for (size_t waited = 0; waited < (size_t)ms && !atomic_load(&emu_exiting); waited += 10)
+        nanosleep(&step, NULL);
     emu_finish();
     return NULL;
+}
+
+/* As cuda/device.cu's stop_init_at_exit(). */
+static void emu_stop_at_exit(void)
+{
+    int join;
+
+    atomic_store(&emu_exiting, 1);
+    pthread_mutex_lock(&emu_lock);
+    join = emu_joinable;
+    emu_joinable = 0;
+    pthread_mutex_unlock(&emu_lock);
+    if (join)
+        pthread_join(emu_thread, NULL);
 }
 
 static void emu_start(void)
@@ -100,6 +119,10 @@ static void emu_start(void)
             emu_finish();
             return;
         }
+        static int registered;      /* under emu_lock */
+
+        if (!registered)
+            registered = atexit(emu_stop_at_exit) == 0;
         emu_joinable = pthread_create(&emu_thread, NULL, emu_start_main, (void *)ms) == 0;
         if (!emu_joinable) {
             pthread_mutex_unlock(&emu_lock);
