@@ -54,6 +54,7 @@ typedef struct gcm_ctx {
     const gpuaes_variant *var;
     const fallback_cipher *fb;        /* default provider's AES-GCM */
     const fallback_cipher *ecb;       /* default provider's AES-ECB of the same key size */
+    const fallback_cipher *ctr;       /* ... and AES-CTR */
     void *fbctx;
     int enc;
     int tls;                          /* TLS params seen: records stay on the fallback */
@@ -71,7 +72,8 @@ typedef struct gcm_ctx {
     /* gpuaes's own GCM engine (msg == MSG_GPU) */
     struct {
         void *seg;                    /* default GCM, zero IV: GHASH of a segment, as AAD */
-        void *ecbctx;                 /* default AES-ECB: H and CPU keystream */
+        void *ecbctx;                 /* default AES-ECB: H, E_K(J0), a partial block's keystream */
+        void *ctrctx;                 /* default AES-CTR: whole blocks on the CPU */
         gpuaes_key *gpukey;
         int keyed;                    /* aux contexts hold the current key */
         unsigned char h[BLOCK];
@@ -94,11 +96,11 @@ typedef struct gcm_ctx {
     } g;
 } gcm_ctx;
 
-static const fallback_cipher *ecb_of(const gpuaes_variant *var)
+/* The default provider's cipher of another mode with the same key size. */
+static const fallback_cipher *sibling(const gpuaes_variant *var, gpuaes_mode mode)
 {
-    /* The table lists ECB first with the same key size order: 128, 192, 256. */
     for (size_t v = 0; v < gpuaes_variant_count; v++)
-        if (gpuaes_variants[v].mode == MODE_ECB && gpuaes_variants[v].keylen == var->keylen)
+        if (gpuaes_variants[v].mode == mode && gpuaes_variants[v].keylen == var->keylen)
             return gpuaes_variants[v].fallback;
     return NULL;
 }
@@ -113,10 +115,11 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
     c->prov = prov;
     c->var = var;
     c->fb = var->fallback;
-    c->ecb = ecb_of(var);
+    c->ecb = sibling(var, MODE_ECB);
+    c->ctr = sibling(var, MODE_CTR);
     c->ivlen = 12;                    /* the default provider's initial IV length */
     c->fbctx = c->fb->newctx(prov->fallback_provctx);
-    if (c->fbctx == NULL || c->ecb == NULL) {
+    if (c->fbctx == NULL || c->ecb == NULL || c->ctr == NULL) {
         c->fb->freectx(c->fbctx);
         OPENSSL_free(c);
         return NULL;
@@ -130,6 +133,8 @@ static void free_engine(gcm_ctx *c)
         c->fb->freectx(c->g.seg);
     if (c->g.ecbctx != NULL)
         c->ecb->freectx(c->g.ecbctx);
+    if (c->g.ctrctx != NULL)
+        c->ctr->freectx(c->g.ctrctx);
     gpuaes_key_free(c->g.gpukey);
 }
 
@@ -155,9 +160,11 @@ void *gcm_dupctx(void *vctx)
     c->g.gpukey = NULL;               /* remade on first use */
     c->g.seg = src->g.seg != NULL ? src->fb->dupctx(src->g.seg) : NULL;
     c->g.ecbctx = src->g.ecbctx != NULL ? src->ecb->dupctx(src->g.ecbctx) : NULL;
+    c->g.ctrctx = src->g.ctrctx != NULL ? src->ctr->dupctx(src->g.ctrctx) : NULL;
     c->fbctx = src->fb->dupctx(src->fbctx);
     if (c->fbctx == NULL || (src->g.seg != NULL && c->g.seg == NULL)
-        || (src->g.ecbctx != NULL && c->g.ecbctx == NULL)) {
+        || (src->g.ecbctx != NULL && c->g.ecbctx == NULL)
+        || (src->g.ctrctx != NULL && c->g.ctrctx == NULL)) {
         gcm_freectx(c);
         return NULL;
     }
@@ -333,46 +340,39 @@ static int seg_close(gcm_ctx *c, int at_final)
     return ok;
 }
 
-/* Keystream on the CPU: the default provider's AES-ECB over counter blocks. */
-static int cpu_keystream(gcm_ctx *c, unsigned char *ks, size_t nblocks)
+/* The keystream block of a partial block: the default provider's AES-ECB. */
+static int cpu_keystream_block(gcm_ctx *c, unsigned char ek[BLOCK])
 {
-    unsigned char ctrs[64 * BLOCK];
     size_t outl;
-    int ok = 1;
+    int ok = c->ecb->update(c->g.ecbctx, ek, &outl, BLOCK, c->g.ctr, BLOCK) && outl == BLOCK;
 
-    while (ok && nblocks > 0) {
-        size_t n = nblocks < 64 ? nblocks : 64;
-
-        for (size_t i = 0; i < n; i++) {
-            memcpy(ctrs + i * BLOCK, c->g.ctr, BLOCK);
-            gcm_inc32(c->g.ctr, 1);
-        }
-        ok = c->ecb->update(c->g.ecbctx, ks, &outl, n * BLOCK, ctrs, n * BLOCK)
-            && outl == n * BLOCK;
-        ks += n * BLOCK;
-        nblocks -= n;
-    }
-    OPENSSL_cleanse(ctrs, sizeof(ctrs));
+    gcm_inc32(c->g.ctr, 1);
     return ok;
 }
 
+/*
+ * Whole blocks on the CPU: the default provider's AES-CTR (its AES-NI code
+ * and XOR; ECB over counters and a byte loop ran at a fraction of that),
+ * restarted at our counter.  GCM's inc32 wraps the low 32 bits where CTR
+ * would carry into the rest, so a piece that crosses the wrap is cut there.
+ */
 static int cpu_ctr32(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len)
 {
-    unsigned char ks[16 * BLOCK];
-    int ok = 1;
+    while (len > 0) {
+        uint64_t low = ((uint64_t)c->g.ctr[12] << 24) | ((uint64_t)c->g.ctr[13] << 16)
+            | ((uint64_t)c->g.ctr[14] << 8) | c->g.ctr[15];
+        uint64_t to_wrap = ((uint64_t)1 << 32) - low;      /* blocks before inc32 wraps */
+        size_t n = len / BLOCK <= to_wrap ? len : (size_t)(to_wrap * BLOCK), outl;
 
-    while (ok && len > 0) {
-        size_t n = len < sizeof(ks) ? len : sizeof(ks);
-
-        ok = cpu_keystream(c, ks, n / BLOCK);
-        for (size_t i = 0; i < n; i++)
-            out[i] = in[i] ^ ks[i];
+        if (!c->ctr->einit(c->g.ctrctx, NULL, 0, c->g.ctr, BLOCK, NULL)
+            || !c->ctr->update(c->g.ctrctx, out, &outl, n, in, n) || outl != n)
+            return 0;
+        gcm_inc32(c->g.ctr, n / BLOCK);
         out += n;
         in += n;
         len -= n;
     }
-    OPENSSL_cleanse(ks, sizeof(ks));
-    return ok;
+    return 1;
 }
 
 /* Key the auxiliary contexts and compute H and E0 once per key. */
@@ -390,11 +390,14 @@ static int engine_key(gcm_ctx *c)
         return 0;
     if (c->g.ecbctx == NULL && (c->g.ecbctx = c->ecb->newctx(c->prov->fallback_provctx)) == NULL)
         return 0;
+    if (c->g.ctrctx == NULL && (c->g.ctrctx = c->ctr->newctx(c->prov->fallback_provctx)) == NULL)
+        return 0;
     blocks[2 * BLOCK - 1] = 1;        /* 0^128, then the zero IV's J0 = 0^96 || 0^31 || 1 */
     ok = c->ecb->einit(c->g.ecbctx, c->key, c->var->keylen, NULL, 0, nopad)
         && c->ecb->update(c->g.ecbctx, enc, &outl, sizeof(blocks), blocks, sizeof(blocks))
         && outl == sizeof(blocks)
-        && c->fb->einit(c->g.seg, c->key, c->var->keylen, NULL, 0, NULL);
+        && c->fb->einit(c->g.seg, c->key, c->var->keylen, NULL, 0, NULL)
+        && c->ctr->einit(c->g.ctrctx, c->key, c->var->keylen, NULL, 0, NULL);
     if (ok) {
         memcpy(c->g.h, enc, BLOCK);
         memcpy(c->g.e0, enc + BLOCK, BLOCK);
@@ -524,7 +527,7 @@ static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in
     if (!cpu_ctr32(c, out + done, in + done, mid - done))
         return 0;
     if (len > mid) {                  /* a new partial block */
-        if (!cpu_keystream(c, c->g.ek, 1))
+        if (!cpu_keystream_block(c, c->g.ek))
             return 0;
         for (size_t i = mid; i < len; i++)
             out[i] = in[i] ^ c->g.ek[i - mid];

@@ -34,6 +34,21 @@ static const size_t patterns[][10] = {
     { 4 * MiB + 1, 4 * MiB + 15, END },
 };
 static const size_t aadlens[] = { 0, 1, 15, 16, 17, 255, 256, 257, 300, 5000 };
+
+/*
+ * GCM's inc32 wrap: with the all-zero key of each size, these 16-byte IVs
+ * give a J0 whose low 32 bits are 2565 / 1415 / 443 blocks short of the
+ * wrap (found by search with provider/gcm_math.c).  The patterns cross it
+ * in CPU pieces (small updates after a first GPU piece) and in one GPU piece.
+ */
+static const unsigned char wrap_iv[3][16] = {
+    { 0x0b, 0xc9, 0x01 }, { 0x7c, 0x58, 0x03 }, { 0x08, 0x11, 0x20 },
+};
+static const size_t wrap_patterns[][16] = {   /* 4000 < the 4096 threshold: CPU pieces */
+    { 4096, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 4000, 7, END },
+    { 3 * MiB, END },
+};
+static const unsigned char *fixed_key, *fixed_iv;   /* set: one() uses them */
 static const size_t ivlens[] = { 12, 1, 60 };
 static const char *const names[] = { "AES-128-GCM", "AES-192-GCM", "AES-256-GCM" };
 
@@ -97,8 +112,8 @@ static int finish(EVP_CIPHER_CTX *x, int enc, unsigned char tag[16])
 static void one(test_env *env, int ci, size_t pi, size_t ai, size_t ii, int inplace)
 {
     EVP_CIPHER *g = api_fetch(env, names[ci], "gpuaes"), *d = api_fetch(env, names[ci], "default");
-    const size_t *p = patterns[pi];
-    size_t len = pattern_len(p), ivlen = ivlens[ii], aadlen = aadlens[ai];
+    const size_t *p = fixed_iv != NULL ? wrap_patterns[pi] : patterns[pi];
+    size_t len = pattern_len(p), ivlen = fixed_iv != NULL ? 16 : ivlens[ii], aadlen = aadlens[ai];
     unsigned char key[32], iv[60], aad[5000], tag_ref[16], tag[16], tag2[16];
     unsigned char *pt = malloc(len), *ct_ref = malloc(len), *buf = malloc(len), *buf2 = malloc(len);
     EVP_CIPHER_CTX *x, *y;
@@ -110,6 +125,10 @@ static void one(test_env *env, int ci, size_t pi, size_t ai, size_t ii, int inpl
     test_rand_bytes(key, sizeof(key));
     test_rand_bytes(iv, sizeof(iv));
     test_rand_bytes(aad, sizeof(aad));
+    if (fixed_iv != NULL) {
+        memcpy(key, fixed_key, sizeof(key));
+        memcpy(iv, fixed_iv, 16);
+    }
     test_rand_bytes(pt, len);
 
     /* default: one update */
@@ -188,6 +207,15 @@ int main(int argc, char **argv)
 
                 one(&env, ci, pi, ai, ii, (int)((ai + pi) & 1));
             }
+    for (int ci = 0; ci < 3; ci++)
+        for (size_t pi = 0; pi < sizeof(wrap_patterns) / sizeof(wrap_patterns[0]); pi++) {
+            static const unsigned char zero_key[32];
+
+            fixed_key = zero_key;
+            fixed_iv = wrap_iv[ci];
+            one(&env, ci, pi, pi % 2 ? 4 : 0, 0, (int)pi);   /* AAD 0 or 17 bytes */
+            fixed_key = fixed_iv = NULL;
+        }
     if (gpu)
         TEST_CHECK(test_gpu_bytes(&env) > before);   /* the GPU path really ran */
     if (no_gcm)
