@@ -791,12 +791,26 @@ static __attribute__((noinline, cold)) int null_output(void)
     return 0;
 }
 
+/* A large update on the CPU, timed for dispatch's estimate of the CPU. */
+static int fb_update_timed(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
+                           const unsigned char *in, size_t inl)
+{
+    uint64_t t0 = dispatch_now_ns();
+    int ok = fb_update(c, out, outl, outsize, in, inl);
+
+    if (ok)
+        dispatch_cpu_done(kind_of(c), c->var->keylen, inl, dispatch_now_ns() - t0);
+    return ok;
+}
+
 /* Everything but the plainest update: the GPU, or mirroring the fallback's buffer. */
 static int update_plain(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
                         const unsigned char *in, size_t inl)
 {
     if (inl < c->gpu_min || !gpuaes_gpu_available())
         return fb_update(c, out, outl, outsize, in, inl);
+    if (!dispatch_to_gpu(c->prov, kind_of(c), c->var->keylen, inl))
+        return fb_update_timed(c, out, outl, outsize, in, inl);
     if (buffers_blocks(c))
         return update_blocks(c, out, outl, outsize, in, inl);
     return update_stream(c, out, outl, outsize, in, inl);

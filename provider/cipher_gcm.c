@@ -518,7 +518,7 @@ static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in
     in += head;
     len -= head;
     mid = len & ~(size_t)(BLOCK - 1);
-    if (mid >= BLOCK && offload_wanted(c->prov, OFFLOAD_GCM, mid)
+    if (mid >= BLOCK && offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, mid)
         && !gpu_piece(c, out, in, mid, &done))
         return 0;
     /* The rest on the CPU: in[done..len) is untouched by the GPU piece. */
@@ -576,6 +576,23 @@ static int engine_final(gcm_ctx *c)
 
 /* ---- dispatch ---- */
 
+/* The default provider's GCM; data calls of DISPATCH_SAMPLE or more are
+ * timed for dispatch's estimate of the CPU (AAD and small calls are not). */
+static int fb_update_timed(gcm_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
+                           const unsigned char *in, size_t inl)
+{
+    uint64_t t0;
+    int ok;
+
+    if (out == NULL || inl < DISPATCH_SAMPLE || c->tls)
+        return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+    t0 = dispatch_now_ns();
+    ok = c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+    if (ok)
+        dispatch_cpu_done(OFFLOAD_GCM, c->var->keylen, inl, dispatch_now_ns() - t0);
+    return ok;
+}
+
 static int gpu_possible(const gcm_ctx *c)
 {
     return !c->tls && c->key_set && c->iv_set;   /* offload_wanted() asks for the GPU */
@@ -587,7 +604,7 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
 {
     switch (c->msg) {
     case MSG_FALLBACK:
-        return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+        return fb_update_timed(c, out, outl, outsize, in, inl);
     case MSG_UNDECIDED:
         if (out == NULL) {            /* AAD: both engines may need it */
             if (!c->fb->update(c->fbctx, out, outl, outsize, in, inl))
@@ -595,9 +612,10 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
             return undecided_aad(c, in, inl);
         }
         /* The first data decides; the cheap length test first. */
-        if (inl == 0 || !offload_wanted(c->prov, OFFLOAD_GCM, inl) || !gpu_possible(c)) {
+        if (inl == 0 || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl)
+            || !gpu_possible(c)) {
             c->msg = inl == 0 ? MSG_UNDECIDED : MSG_FALLBACK;
-            return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+            return fb_update_timed(c, out, outl, outsize, in, inl);
         }
         if (!engine_start(c)) {
             ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
@@ -643,7 +661,7 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
 {
     gcm_ctx *c = vctx;
 
-    if (c->msg == MSG_FALLBACK)
+    if (c->msg == MSG_FALLBACK && inl < DISPATCH_SAMPLE)
         return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
     return update_engine(c, out, outl, outsize, in, inl);
 }

@@ -90,12 +90,26 @@ const char *settings_policy(const gpuaes_prov *prov);
 int offload_possible(offload_kind kind);
 /* Known never to run on the GPU in this process (asks nothing of a GPU not started). */
 int offload_ruled_out(offload_kind kind);
-int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t len);
+/* The GPU is there, the call is at or above the kind's threshold, and dispatch says GPU. */
+int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len);
 /* Runs job on the GPU; on failure records the error (queue, debug log, counter).
  * Returns the bytes done (job->iv is the state at in + done). */
 size_t offload_run(gpuaes_job *job);
 uint64_t offload_gpu_bytes(void);
 uint64_t offload_gpu_errors(void);
+
+/* dispatch.c: CPU or GPU per call, from estimates measured in the process
+ * (docs/DESIGN.md, "Dispatch").  Asked for calls at or above the kind's
+ * threshold only. */
+#define DISPATCH_SAMPLE ((size_t)64 << 10)   /* CPU calls this long feed the estimate */
+int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len);
+uint64_t dispatch_now_ns(void);
+void dispatch_cpu_done(offload_kind kind, size_t keylen, size_t len, uint64_t ns);
+/* Around one GPU job (offload_run): begin returns the jobs already in flight. */
+int dispatch_gpu_begin(void);
+void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int busy_at_start,
+                      uint64_t ns);
+uint64_t dispatch_backoffs(void);
 
 /* keystream.c: vectorised XOR and the keystream counters (provider parameters). */
 void ks_xor_init(void);

@@ -21,9 +21,22 @@ int offload_ruled_out(offload_kind kind)
     return gpuaes_gpu_started() && !offload_possible(kind);
 }
 
-int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t len)
+int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)
 {
-    return len >= prov->offload_min[kind] && len >= 16 && offload_possible(kind);
+    return len >= prov->offload_min[kind] && len >= 16 && offload_possible(kind)
+        && dispatch_to_gpu(prov, kind, keylen, len);
+}
+
+static offload_kind kind_of_op(gpuaes_op op)
+{
+    switch (op) {
+    case GPUAES_ECB_ENCRYPT: return OFFLOAD_ECB_ENC;
+    case GPUAES_ECB_DECRYPT: return OFFLOAD_ECB_DEC;
+    case GPUAES_CBC_DECRYPT: return OFFLOAD_CBC_DEC;
+    case GPUAES_CFB128_DECRYPT: return OFFLOAD_CFB_DEC;
+    case GPUAES_GCM_ENCRYPT: case GPUAES_GCM_DECRYPT: return OFFLOAD_GCM;
+    default: return OFFLOAD_CTR;
+    }
 }
 
 size_t offload_run(gpuaes_job *job)
@@ -31,7 +44,14 @@ size_t offload_run(gpuaes_job *job)
     job->done = 0;
     job->status = GPUAES_OK;
     job->error[0] = '\0';
-    gpuaes_gpu_run(job);
+    {
+        int busy = dispatch_gpu_begin();
+        uint64_t t0 = dispatch_now_ns();
+
+        gpuaes_gpu_run(job);
+        dispatch_gpu_end(kind_of_op(job->op), job->len, job->done, job->status != GPUAES_FAILED,
+                         busy, dispatch_now_ns() - t0);
+    }
     atomic_fetch_add_explicit(&gpu_bytes, job->done, memory_order_relaxed);
     switch (job->status) {
     case GPUAES_OK:

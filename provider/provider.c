@@ -89,6 +89,7 @@ static const OSSL_PARAM *gpuaes_gettable_params(void *provctx)
         OSSL_PARAM_int("gpu-available", NULL),
         OSSL_PARAM_uint64("gpu-bytes", NULL),
         OSSL_PARAM_uint64("gpu-errors", NULL),
+        OSSL_PARAM_uint64("gpu-backoffs", NULL),
         OSSL_PARAM_uint64("offload-min-bytes", NULL),
         OSSL_PARAM_utf8_string("offload-policy", NULL, 0),
         OSSL_PARAM_int("keystream", NULL),
@@ -145,6 +146,9 @@ static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
         return 0;
     p = OSSL_PARAM_locate(params, "gpu-errors");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, offload_gpu_errors()))
+        return 0;
+    p = OSSL_PARAM_locate(params, "gpu-backoffs");
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, dispatch_backoffs()))
         return 0;
     p = OSSL_PARAM_locate(params, "offload-min-bytes");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, prov->offload_min_set ? prov->offload_min_bytes

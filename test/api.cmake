@@ -73,3 +73,13 @@ gpuaes_test_program(test_unload test_unload.c)
 target_link_libraries(test_unload PRIVATE api_util ${CMAKE_DL_LIBS})
 gpuaes_test(NAME unload COMMAND test_unload --gpu LABELS gpu TIMEOUT 600
   ENV "GPUAES_OFFLOAD_MIN_BYTES=65536;GPUAES_KEYSTREAM_RAMP_BYTES=64K")
+
+# The dispatcher decides at the default thresholds: a slow GPU gets little
+# work, a failing one is backed off from; outputs identical (emulator only:
+# the delay and the fault are the emulator's).
+gpuaes_test_program(test_dispatch test_dispatch.c)
+target_link_libraries(test_dispatch PRIVATE api_util)
+gpuaes_test(NAME dispatch_slow_emu COMMAND test_dispatch --slow LABELS emu TIMEOUT 300
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_EMU_JOB_DELAY_MS=20;GPUAES_KEYSTREAM=0")
+gpuaes_test(NAME dispatch_fail_emu COMMAND test_dispatch --fail LABELS emu TIMEOUT 300
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_FAULT=alloc;GPUAES_KEYSTREAM=0")

@@ -379,6 +379,17 @@ void gpuaes_gpu_run(gpuaes_job *job)
         job->status = GPUAES_BUSY;
         return;
     }
+    {
+        /* GPUAES_EMU_JOB_DELAY_MS: a slow (or shared, or busy) GPU */
+        const char *d = getenv("GPUAES_EMU_JOB_DELAY_MS");
+        long ms = d != NULL ? strtol(d, NULL, 10) : 0;
+
+        if (ms > 0) {
+            struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+
+            nanosleep(&t, NULL);
+        }
+    }
     if (gcm) {
         if ((T = OPENSSL_malloc(sizeof(*T))) == NULL) {
             job->status = GPUAES_BUSY;

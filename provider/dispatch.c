@@ -1,0 +1,156 @@
+#define _POSIX_C_SOURCE 200809L  /* clock_gettime */
+/*
+ * dispatch.c - CPU or GPU, per call: the one place that decides.
+ *
+ * Asked only for calls at or above the operation's threshold (the size below
+ * which the GPU path never won, measured on an idle H200: settings.c).  From
+ * there on a call goes to the GPU only when it is predicted to finish sooner
+ * there, from estimates this process keeps up to date:
+ *
+ *   CPU:  ns per byte of the default provider, per operation and key size,
+ *         from CPU calls of at least DISPATCH_SAMPLE bytes.  Measured while
+ *         the machine is as busy as it is, so a loaded CPU counts as slower.
+ *   GPU:  ns per byte of a whole GPU job (copies, PCIe, kernels, waiting),
+ *         per operation and size class (powers of two), scaled to one job
+ *         alone: jobs in flight at once share the path.  Another process on
+ *         the same GPU, memory pressure or a slow GPU show up here.
+ *
+ *   to the GPU  iff  len * gpu_ns(kind, len) * (1 + jobs in flight now)
+ *                  <  len * cpu_ns(kind, keylen)
+ *
+ * An estimate not yet measured is measured: an unknown CPU rate sends the
+ * call to the CPU, an unknown GPU rate to the GPU.  A GPU estimate that says
+ * "slower" is tried again now and then (one declined call in EXPLORE, when
+ * no job is in flight), so a GPU that got faster is noticed.  A GPU failure
+ * (an allocation that did not fit, say) keeps the GPU out for a back-off
+ * that doubles with each failure in a row (10 ms .. 10 s) and ends with a
+ * success: calls meanwhile go straight to the CPU instead of retrying.
+ *
+ * An explicit offload_min_bytes (openssl.cnf or GPUAES_OFFLOAD_MIN_BYTES) is
+ * the user's policy: every call from that size goes to the GPU, as before,
+ * with no back-off (the tests rely on it).
+ */
+#include <stdatomic.h>
+#include <time.h>
+
+#include "gpuaes.h"
+
+#define CLASSES 16                     /* size classes: 2^16 (64 KiB) .. 2^31 and up */
+#define CLASS0 16
+#define FIX 16                         /* estimates in ns per byte, 16 fractional bits */
+#define EXPLORE 64
+#define BACKOFF_MIN_NS 10000000ULL     /* 10 ms */
+#define BACKOFF_MAX_NS 10000000000ULL  /* 10 s */
+
+static _Atomic uint64_t cpu_est[OFFLOAD_KINDS][3];        /* per key size: 128, 192, 256 */
+static _Atomic uint64_t gpu_est[OFFLOAD_KINDS][CLASSES];
+static _Atomic unsigned declined[OFFLOAD_KINDS];
+static _Atomic int inflight;                               /* GPU jobs now, all threads */
+static _Atomic uint64_t backoff_until, backoff_ns, backoffs;
+
+uint64_t dispatch_now_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+static int size_class(size_t len)
+{
+    int c = 0;
+
+    while (c < CLASSES - 1 && (len >> (CLASS0 + c + 1)) != 0)
+        c++;
+    return c;
+}
+
+static int key_index(size_t keylen)
+{
+    return keylen <= 16 ? 0 : keylen <= 24 ? 1 : 2;
+}
+
+/* Exponentially weighted (1/8): recent calls count most; a lost race loses one sample. */
+static void ewma(_Atomic uint64_t *e, uint64_t sample)
+{
+    uint64_t old = atomic_load_explicit(e, memory_order_relaxed);
+
+    atomic_store_explicit(e, old == 0 ? sample : old - old / 8 + sample / 8,
+                          memory_order_relaxed);
+}
+
+static uint64_t per_byte(uint64_t ns, size_t len)
+{
+    uint64_t v = len > 0 ? (ns << FIX) / len : 0;
+
+    return v > 0 ? v : 1;              /* 0 means "not measured" */
+}
+
+int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)
+{
+    uint64_t cpu, gpu, until = atomic_load_explicit(&backoff_until, memory_order_relaxed);
+    int busy;
+
+    if (prov->offload_min_set)
+        return 1;
+    if (until != 0 && dispatch_now_ns() < until)
+        return 0;
+    cpu = atomic_load_explicit(&cpu_est[kind][key_index(keylen)], memory_order_relaxed);
+    gpu = atomic_load_explicit(&gpu_est[kind][size_class(len)], memory_order_relaxed);
+    if (cpu == 0)
+        return 0;                      /* measure the CPU first */
+    if (gpu == 0)
+        return 1;
+    busy = atomic_load_explicit(&inflight, memory_order_relaxed);
+    if (gpu * (uint64_t)(1 + busy) < cpu)
+        return 1;
+    if (busy == 0 && atomic_fetch_add_explicit(&declined[kind], 1, memory_order_relaxed) % EXPLORE
+                         == EXPLORE - 1)
+        return 1;                      /* look again: the GPU may have become faster */
+    return 0;
+}
+
+void dispatch_cpu_done(offload_kind kind, size_t keylen, size_t len, uint64_t ns)
+{
+    if (len >= DISPATCH_SAMPLE)
+        ewma(&cpu_est[kind][key_index(keylen)], per_byte(ns, len));
+}
+
+int dispatch_gpu_begin(void)
+{
+    return atomic_fetch_add_explicit(&inflight, 1, memory_order_relaxed);
+}
+
+void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int busy_at_start,
+                      uint64_t ns)
+{
+    int busy_at_end = atomic_fetch_sub_explicit(&inflight, 1, memory_order_relaxed) - 1;
+
+    if (!ok) {                         /* back off: 10 ms, doubling, at most 10 s */
+        uint64_t b = atomic_load(&backoff_ns);
+
+        b = b == 0 ? BACKOFF_MIN_NS : b * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : b * 2;
+        atomic_store(&backoff_ns, b);
+        atomic_store(&backoff_until, dispatch_now_ns() + b);
+        atomic_fetch_add(&backoffs, 1);
+        gpuaes_debug("GPU failed: the CPU takes every call for %llu ms",
+                     (unsigned long long)(b / 1000000));
+        return;
+    }
+    if (atomic_load_explicit(&backoff_ns, memory_order_relaxed) != 0) {
+        atomic_store(&backoff_ns, 0);
+        atomic_store(&backoff_until, 0);
+    }
+    if (done == len && len > 0) {
+        /* Shared with about this many jobs for its duration: one alone would
+         * have taken that many times less. */
+        uint64_t share = 1 + (uint64_t)(busy_at_start + (busy_at_end > 0 ? busy_at_end : 0)) / 2;
+
+        ewma(&gpu_est[kind][size_class(len)], per_byte(ns, len) / share + 1);
+    }
+}
+
+uint64_t dispatch_backoffs(void)
+{
+    return atomic_load(&backoffs);
+}

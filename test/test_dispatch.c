@@ -1,0 +1,83 @@
+/*
+ * test_dispatch.c - the dispatcher (provider/dispatch.c) against GPUs that
+ * do not pay, on the emulator; outputs always identical to the default
+ * provider.  Default thresholds (no GPUAES_OFFLOAD_MIN_BYTES): the
+ * dispatcher decides.
+ *   --slow   the GPU takes GPUAES_EMU_JOB_DELAY_MS per job (set by CTest to
+ *            20 ms, against ~1 ms for the CPU): at most 10 % of the bytes
+ *            may go to it (measuring and looking again now and then).
+ *   --fail   every GPU job fails (GPUAES_FAULT=alloc): attempts back off
+ *            instead of one per call: at most 8 in 100 calls, each counted
+ *            in gpu-backoffs.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/err.h>
+
+#include "api_util.h"
+
+#define LEN ((size_t)2 << 20)          /* above CTR's 1 MiB threshold */
+#define CALLS 100
+
+static uint64_t get_u64(test_env *env, const char *key)
+{
+    uint64_t v = 0;
+    OSSL_PARAM p[2] = { OSSL_PARAM_uint64(key, &v), OSSL_PARAM_END };
+
+    return OSSL_PROVIDER_get_params(env->gpuaes, p) ? v : 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const unsigned char key[16] = "dispatch-key-01", iv[16] = "dispatch-iv-0001";
+    int slow = argc > 1 && strcmp(argv[1], "--slow") == 0;
+    int fail = argc > 1 && strcmp(argv[1], "--fail") == 0;
+    unsigned char *in = malloc(LEN), *a = malloc(LEN), *b = malloc(LEN);
+    test_env env;
+    EVP_CIPHER *g, *d;
+    uint64_t bytes0, errors0, backoffs0, bytes, errors, backoffs;
+
+    if (in == NULL || a == NULL || b == NULL || (!slow && !fail) || !test_env_open(&env))
+        return 1;
+    test_require_gpu(&env);
+    test_seed(3);
+    test_rand_bytes(in, LEN);
+    g = api_fetch(&env, "AES-128-CTR", "gpuaes");
+    d = api_fetch(&env, "AES-128-CTR", "default");
+    bytes0 = test_gpu_bytes(&env);
+    errors0 = test_gpu_errors(&env);
+    backoffs0 = get_u64(&env, "gpu-backoffs");
+    for (int i = 0; i < CALLS; i++) {
+        size_t la = 0, lb = 0;
+
+        in[0] = (unsigned char)i;
+        TEST_CHECK(api_crypt(g, 1, key, iv, NULL, 0, in, LEN, a, &la, NULL, 1));
+        TEST_CHECK(api_crypt(d, 1, key, iv, NULL, 0, in, LEN, b, &lb, NULL, 1));
+        CHECKF(la == LEN && lb == LEN && memcmp(a, b, LEN) == 0, "call %d differs", i);
+        ERR_clear_error();                /* GPU failures are reported there */
+    }
+    bytes = test_gpu_bytes(&env) - bytes0;
+    errors = test_gpu_errors(&env) - errors0;
+    backoffs = get_u64(&env, "gpu-backoffs") - backoffs0;
+    printf("gpu bytes %llu of %llu, gpu errors %llu, back-offs %llu\n", (unsigned long long)bytes,
+           (unsigned long long)CALLS * LEN, (unsigned long long)errors,
+           (unsigned long long)backoffs);
+    if (slow) {
+        CHECKF(bytes <= (uint64_t)CALLS * LEN / 10, "a slow GPU got %llu bytes",
+               (unsigned long long)bytes);
+        CHECKF(bytes > 0, "the GPU was never measured");
+    }
+    if (fail) {
+        CHECKF(errors >= 1 && errors <= 8, "%llu GPU attempts in %d calls", (unsigned long long)errors,
+               CALLS);
+        CHECKF(backoffs == errors, "back-offs %llu, errors %llu", (unsigned long long)backoffs,
+               (unsigned long long)errors);
+    }
+    EVP_CIPHER_free(g);
+    EVP_CIPHER_free(d);
+    test_env_close(&env);
+    free(in);
+    free(a);
+    free(b);
+    return test_report("dispatch");
+}
