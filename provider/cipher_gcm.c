@@ -518,7 +518,11 @@ static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in
     in += head;
     len -= head;
     mid = len & ~(size_t)(BLOCK - 1);
-    if (mid >= BLOCK && offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, mid)
+    /* Dispatch chose this engine at the message's first data; from then on
+     * its pieces go to the GPU whenever it takes them: the engine's own CPU
+     * path is slower than the default provider's stitched GCM, which cannot
+     * take over in the middle of a message. */
+    if (mid >= BLOCK && mid >= c->prov->offload_min[OFFLOAD_GCM] && offload_possible(OFFLOAD_GCM)
         && !gpu_piece(c, out, in, mid, &done))
         return 0;
     /* The rest on the CPU: in[done..len) is untouched by the GPU piece. */

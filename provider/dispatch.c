@@ -18,6 +18,13 @@
  *   to the GPU  iff  len * gpu_ns(kind, len) * (1 + jobs in flight now)
  *                  <  len * cpu_ns(kind, keylen)
  *
+ * The GPU path also takes CPU: the caller's core and the staging copy
+ * threads (two host copies per byte outside CTR).  On the H200 machine, with
+ * 16 threads on its 16 cores, every GPU share lost (0.83-0.97x: the copy
+ * threads took cores from the application's threads; bench/results).  So
+ * while more than half of the cores' worth of threads are making large
+ * calls (seen in the last ACTIVE_NS), every call stays on its own core.
+ *
  * An estimate not yet measured is measured: an unknown CPU rate sends the
  * call to the CPU, an unknown GPU rate to the GPU.  A GPU estimate that says
  * "slower" is tried again now and then (one declined call in EXPLORE, when
@@ -32,6 +39,7 @@
  */
 #include <stdatomic.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gpuaes.h"
 
@@ -41,12 +49,43 @@
 #define EXPLORE 64
 #define BACKOFF_MIN_NS 10000000ULL     /* 10 ms */
 #define BACKOFF_MAX_NS 10000000000ULL  /* 10 s */
+#define ACTIVE_SLOTS 64                /* threads tracked (more are counted as 64) */
+#define ACTIVE_NS 20000000ULL          /* a thread that made a large call this recently is active */
 
 static _Atomic uint64_t cpu_est[OFFLOAD_KINDS][3];        /* per key size: 128, 192, 256 */
 static _Atomic uint64_t gpu_est[OFFLOAD_KINDS][CLASSES];
 static _Atomic unsigned declined[OFFLOAD_KINDS];
 static _Atomic int inflight;                               /* GPU jobs now, all threads */
 static _Atomic uint64_t backoff_until, backoff_ns, backoffs;
+
+/* Threads making large calls: each thread stamps a slot of its own. */
+static _Atomic uint64_t active_seen[ACTIVE_SLOTS];
+static _Atomic unsigned active_next;
+static _Thread_local int active_slot = -1;
+static long ncores;
+
+static unsigned active_threads(uint64_t now)
+{
+    unsigned n = 0;
+
+    if (active_slot < 0)
+        active_slot = (int)(atomic_fetch_add(&active_next, 1) % ACTIVE_SLOTS);
+    atomic_store_explicit(&active_seen[active_slot], now, memory_order_relaxed);
+    for (int i = 0; i < ACTIVE_SLOTS; i++)
+        if (now - atomic_load_explicit(&active_seen[i], memory_order_relaxed) < ACTIVE_NS)
+            n++;
+    return n;
+}
+
+static int cores_busy(uint64_t now)
+{
+    if (ncores <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+        ncores = n > 0 ? n : 1;
+    }
+    return (long)active_threads(now) * 2 > ncores;
+}
 
 uint64_t dispatch_now_ns(void)
 {
@@ -88,12 +127,13 @@ static uint64_t per_byte(uint64_t ns, size_t len)
 
 int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)
 {
-    uint64_t cpu, gpu, until = atomic_load_explicit(&backoff_until, memory_order_relaxed);
+    uint64_t cpu, gpu, now, until = atomic_load_explicit(&backoff_until, memory_order_relaxed);
     int busy;
 
     if (prov->offload_min_set)
         return 1;
-    if (until != 0 && dispatch_now_ns() < until)
+    now = dispatch_now_ns();
+    if ((until != 0 && now < until) || cores_busy(now))
         return 0;
     cpu = atomic_load_explicit(&cpu_est[kind][key_index(keylen)], memory_order_relaxed);
     gpu = atomic_load_explicit(&gpu_est[kind][size_class(len)], memory_order_relaxed);
@@ -112,6 +152,8 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
 
 void dispatch_cpu_done(offload_kind kind, size_t keylen, size_t len, uint64_t ns)
 {
+    if (len >= DISPATCH_SAMPLE)
+        (void)active_threads(dispatch_now_ns());
     if (len >= DISPATCH_SAMPLE)
         ewma(&cpu_est[kind][key_index(keylen)], per_byte(ns, len));
 }
