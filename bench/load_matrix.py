@@ -169,6 +169,11 @@ def fmt(v, digits):
     return "" if v is None else "%.*f" % (digits, v)
 
 
+def fmt_g(v):
+    """6 significant digits (a 1 KiB `openssl enc` runs at 0.00005 GB/s)."""
+    return "" if v is None else "%.6g" % v
+
+
 # ---------------------------------------------------------------- results
 
 class Results:
@@ -182,7 +187,7 @@ class Results:
             "update_bytes": "" if update_bytes is None else str(int(update_bytes)),
             "threads": "" if threads is None else str(threads),
             "processes": "" if processes is None else str(processes),
-            "path": path, "gbps": fmt(gbps, 4), "cpu_core_s_per_gb": fmt(cpu, 5), "wall_ms": fmt(wall_ms, 2),
+            "path": path, "gbps": fmt_g(gbps), "cpu_core_s_per_gb": fmt_g(cpu), "wall_ms": fmt(wall_ms, 2),
         })
 
     def write(self):
@@ -465,8 +470,8 @@ def step_startup(a, res, remaining):
         if rc != 0 or "gpuaes" not in out:
             log("startup: gpuaes is not active under %s (see run.log): startup rows skipped" % cnf)
             return False
-        a.meta_extra.append("openssl list -providers under the gpuaes cnf: " +
-                            " | ".join(l.strip() for l in out.splitlines() if l.strip()))
+        a.meta_extra.append("providers under the gpuaes cnf (OPENSSL_CONF): " + "; ".join(
+            l.strip()[len("name:"):].strip() for l in out.splitlines() if l.strip().startswith("name:")))
 
         cmds = []  # (label, cipher, direction, bytes, argv-builder, runs)
         for s in a.startup_sizes:
@@ -605,7 +610,10 @@ def cells_with_ratio(rows):
         d, g = by[k].get("default"), by[k].get("gpuaes")
         ratio = None
         if d and g:
-            if d["gbps"] and g["gbps"] and float(d["gbps"]) > 0:
+            if k[0] == "startup":  # whole processes: their wall times
+                if d["wall_ms"] and g["wall_ms"] and float(g["wall_ms"]) > 0:
+                    ratio = float(d["wall_ms"]) / float(g["wall_ms"])
+            elif d["gbps"] and g["gbps"] and float(d["gbps"]) > 0:
                 ratio = float(g["gbps"]) / float(d["gbps"])
             elif d["wall_ms"] and g["wall_ms"] and float(g["wall_ms"]) > 0:
                 ratio = float(d["wall_ms"]) / float(g["wall_ms"])
@@ -634,6 +642,8 @@ def cell_label(c):
 def value_str(r):
     if r is None:
         return "-"
+    if r["workload"] == "startup" and r["wall_ms"]:
+        return "%.1f ms" % float(r["wall_ms"])
     if r["gbps"]:
         return "%.2f GB/s" % float(r["gbps"])
     if r["wall_ms"]:
@@ -654,8 +664,8 @@ def write_readme(out_dir, rows, meta_lines, plot_note):
     cells = cells_with_ratio(rows)
     L = ["# Load matrix: gpuaes against the default provider", ""]
     L += ["    " + m for m in meta_lines]
-    L += ["", "ratio = gpuaes / default: GB/s, or the inverse of the wall time where no byte count applies "
-          "(`openssl list`, `dgst`); above 1 = gpuaes is better. threads: evp_bench medians (GPU ready before "
+    L += ["", "ratio = gpuaes / default: GB/s, or for startup rows default / gpuaes wall time (whole processes); "
+          "above 1 = gpuaes is better. threads: evp_bench medians (GPU ready before "
           "timing); processes: N processes at once, GB/s of all bytes over the slowest one's time, GPU start-up "
           "included, median of rounds; startup: whole `openssl` processes, median wall time (gbps = file bytes / "
           "wall); speed: `openssl speed` (without -elapsed its figure is per CPU second). cpu s/GB = CPU "
@@ -676,8 +686,8 @@ def write_readme(out_dir, rows, meta_lines, plot_note):
           "| workload | cell | default | gpuaes | ratio | cpu s/GB default | cpu s/GB gpuaes |",
           "|---|---|---:|---:|---:|---:|---:|"]
     for c in sorted(cells, key=sort_key):
-        cd = c["d"]["cpu_core_s_per_gb"] if c["d"] and c["d"]["cpu_core_s_per_gb"] else "-"
-        cg = c["g"]["cpu_core_s_per_gb"] if c["g"] and c["g"]["cpu_core_s_per_gb"] else "-"
+        cd = "%.3g" % float(c["d"]["cpu_core_s_per_gb"]) if c["d"] and c["d"]["cpu_core_s_per_gb"] else "-"
+        cg = "%.3g" % float(c["g"]["cpu_core_s_per_gb"]) if c["g"] and c["g"]["cpu_core_s_per_gb"] else "-"
         L.append("| %s | %s | %s | %s | %s | %s | %s |" % (
             c["workload"], cell_label(c), value_str(c["d"]), value_str(c["g"]),
             "**%.2f**" % c["ratio"] if c["ratio"] is not None and c["ratio"] < 1 else fmt(c["ratio"], 2) or "-",
@@ -794,10 +804,15 @@ def plot_heatmap(out_dir, rows):
                 for x, v in enumerate(row):
                     ax.text(x, y, "-" if v is None else ("%.2f" % v if v < 10 else "%.1f" % v), ha="center",
                             va="center", fontsize=7)
-    fig.suptitle("gpuaes / default (above 1: gpuaes better; GB/s, or 1/wall time for list and dgst)", fontsize=10)
+    fig.suptitle("gpuaes / default (above 1: gpuaes better; GB/s, startup: 1 / wall time)", fontsize=10)
     fig.tight_layout(rect=(0, 0, 0.93, 0.95))
     cax = fig.add_axes((0.945, 0.15, 0.015, 0.7))
-    fig.colorbar(im, cax=cax)
+    cb = fig.colorbar(im, cax=cax)
+    ticks = [2.0 ** e for e in range(-int(math.log2(span)), int(math.log2(span)) + 1)]
+    cb.set_ticks(ticks)
+    cb.set_ticklabels(["%g" % t if t >= 1 else "1/%g" % (1 / t) for t in ticks])
+    cb.ax.minorticks_off()
+    cb.set_label("gpuaes / default", fontsize=8)
     fig.savefig(os.path.join(out_dir, "heatmap.png"), dpi=110)
     plt.close(fig)
     return None
