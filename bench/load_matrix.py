@@ -231,8 +231,10 @@ def plan(a):
             work += 2 * a.rounds * len(a.proc_sizes) * len(a.proc_ciphers) * (n * a.proc_bytes / 30e9 + 0.1)
         est["processes"] = nb * 0.45 + work
         lines.append("processes: %d cells (processes %s x sizes %s x %s), %d rounds x 2 providers = %d batches, "
-                     "%s per process" % (ncell, ",".join(map(str, a.procs)), ",".join(size_label(s) for s in a.proc_sizes),
-                                         ",".join(a.proc_ciphers), a.rounds, nb, size_label(a.proc_bytes)))
+                     "%s per process%s" % (ncell, ",".join(map(str, a.procs)), ",".join(size_label(s) for s in a.proc_sizes),
+                                         ",".join(a.proc_ciphers), a.rounds, nb, size_label(a.proc_bytes),
+                                         ", GPU ready before the start" if a.proc_wait_gpu else
+                                         ", gpuaes's GPU start-up timed"))
     if "startup" in a.only:
         t = 0.0
         for s in a.startup_sizes:
@@ -264,6 +266,7 @@ def step_threads(a, res, remaining):
         left = remaining()
         if left < 5:
             log("threads: out of time, %s rows skipped" % d)
+            a.cut.add("threads")
             return False
         csv_path = os.path.join(a.tmp, "threads-%s.csv" % d)
         cmd = [a.evp_bench, "--ciphers", ",".join(groups[d]), "--dir", d,
@@ -291,6 +294,7 @@ def step_threads(a, res, remaining):
             timer.cancel()
         if time.monotonic() - t_deadline_base > left:
             log("threads: evp_bench out of time, killed (the rows it wrote are kept)")
+            a.cut.add("threads")
         rc = p.wait()
         LOG.flush()
         if rc != 0:
@@ -318,7 +322,8 @@ def proc_batch(a, prov, cipher, size, n, timeout):
     go_r, go_w = os.pipe()
     env = dict(os.environ, LOAD_PROC_READY_FD=str(ready_w), LOAD_PROC_GO_FD=str(go_r))
     cmd = [a.load_proc, "--provider", prov, "--cipher", cipher, "--dir", "enc", "--size", str(size),
-           "--bytes", str(a.proc_bytes), "--provider-path", a.build_dir]
+           "--bytes", str(a.proc_bytes), "--provider-path", a.build_dir] + \
+        (["--wait-gpu"] if a.proc_wait_gpu and prov == "gpuaes" else [])
     t_spawn = time.monotonic()
     procs, errfs = [], []
     try:
@@ -393,6 +398,7 @@ def step_processes(a, res, remaining):
                         left = remaining()
                         if left < 3:
                             log("processes: out of time")
+                            a.cut.add("processes")
                             return False
                         r = proc_batch(a, prov, cipher, size, n, min(left, 120))
                         if r is None:
@@ -489,6 +495,7 @@ def step_startup(a, res, remaining):
                     left = remaining()
                     if left < 2:
                         log("startup: out of time")
+                        a.cut.add("startup")
                         return False
                     if sub == "enc":
                         outs[prov] = os.path.join(d, "out.%s" % prov)
@@ -553,6 +560,7 @@ def step_speed(a, res, remaining):
                     left = remaining()
                     if left < a.speed_seconds + 2:
                         log("speed: out of time")
+                        a.cut.add("speed")
                         return False
                     argv = [a.openssl, "speed"] + (gpu_args if prov == "gpuaes" else []) + \
                         (["-elapsed"] if el else []) + ["-seconds", str(a.speed_seconds), "-bytes", str(size),
@@ -860,8 +868,9 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a smaller matrix, <= 60 s on the H200")
     ap.add_argument("--allow-no-gpu", action="store_true", help="run even when gpuaes has no GPU (its CPU fallback)")
     ap.add_argument("--only", default=",".join(STEPS), help="steps: threads,processes,startup,speed")
-    ap.add_argument("--max-seconds", type=float, default=540,
-                    help="no step starts, and running ones stop, after this many seconds (540)")
+    ap.add_argument("--max-seconds", type=float,
+                    help="no measurement starts, and a running evp_bench stops, after this many seconds "
+                         "(290; --quick 80): the CSV keeps what was measured, meta.txt says what was cut")
     ap.add_argument("--plan", action="store_true", help="print the plan and the estimate, then exit")
     ap.add_argument("--report", metavar="DIR", help="only README.md, heatmap.png and the table from DIR/load.csv")
     g = ap.add_argument_group("threads (evp_bench)")
@@ -877,6 +886,8 @@ def main():
     g.add_argument("--proc-ciphers")
     g.add_argument("--proc-bytes", type=parse_size, help="work per process")
     g.add_argument("--rounds", type=int)
+    g.add_argument("--proc-wait-gpu", action="store_true",
+                   help="each gpuaes process waits for its GPU during setup (default: the start-up is timed)")
     g = ap.add_argument_group("startup (openssl)")
     g.add_argument("--startup-sizes", type=size_list)
     g.add_argument("--startup-runs", type=int)
@@ -900,11 +911,11 @@ def main():
     full = dict(threads=[1, 4, 16, 32], sizes=[16 << 10, 256 << 10, 1 << 20, 8 << 20, 64 << 20],
                 repeats=3, min_time=0.1, warmup=0.05,
                 procs=[1, 4, 16], proc_sizes=[1 << 20, 64 << 20], proc_ciphers="AES-128-CTR,AES-256-GCM",
-                proc_bytes=1 << 30, rounds=3,
+                proc_bytes=1 << 30, rounds=3, max_seconds=290,
                 startup_sizes=[1 << 10, 1 << 20, 64 << 20, 1 << 30], startup_runs=7, startup_big_runs=3,
                 speed_ciphers="AES-128-CTR,AES-256-GCM", speed_sizes=[16, 16384, 67108864], speed_seconds=1)
     quick = dict(full, threads=[1, 16], sizes=[16 << 10, 1 << 20, 64 << 20], min_time=0.05, warmup=0.02,
-                 procs=[1, 16], proc_sizes=[64 << 20], proc_bytes=256 << 20,
+                 procs=[1, 16], proc_sizes=[64 << 20], proc_bytes=256 << 20, max_seconds=80,
                  startup_sizes=[1 << 10, 64 << 20], startup_runs=3,
                  speed_ciphers="AES-128-CTR", speed_sizes=[16384, 67108864])
     preset = quick if a.quick else full
@@ -961,6 +972,7 @@ def main():
     a.tmp = tempfile.mkdtemp(prefix="gpuaes-load-")
     a.cleanup = [a.tmp]
     a.meta_extra = []
+    a.cut = set()
     a.evp_stdout = ""
     log("output: %s" % a.out)
     for l in lines:
@@ -1060,16 +1072,17 @@ def main():
         for d in a.cleanup:
             shutil.rmtree(d, ignore_errors=True)
     took = elapsed()
-    summary = "status: %s; %.0f s (estimate %.0f s); %d rows" % (
-        "interrupted" if interrupted else ("ok" if all(status.values()) else
-                                           "FAILED: " + ",".join(k for k, v in status.items() if not v)),
-        took, total, len(res.rows))
+    failed = [k for k, v in status.items() if not v and k not in a.cut]
+    st = "interrupted" if interrupted else ("FAILED: " + ",".join(failed) if failed else "ok")
+    if a.cut:
+        st += "; cut short by --max-seconds %.0f: %s" % (a.max_seconds, ",".join(k for k in STEPS if k in a.cut))
+    summary = "status: %s; %.0f s (estimate %.0f s); %d rows" % (st, took, total, len(res.rows))
     write_meta(summary)
     log(summary)
     report(a.out, meta[:4] + [meta[6], summary])
-    print("\nload_matrix: %s -> %s (load.csv, heatmap.png, README.md, meta.txt, run.log)" % (summary, a.out))
+    print("\nload_matrix: %s -> %s (%s)" % (summary, a.out, ", ".join(sorted(os.listdir(a.out)))))
     LOG.close()
-    return 0 if (not interrupted and all(status.values())) else 1
+    return 0 if (not interrupted and not failed and not a.cut) else 1
 
 
 if __name__ == "__main__":
