@@ -66,6 +66,7 @@ ENC_IV = "0f0e0d0c0b0a09080706050403020100"
 
 T_START = time.monotonic()
 LOG = None  # the run.log file object
+CHILDREN = []  # processes started, killed if the run is interrupted
 
 
 # ---------------------------------------------------------------- helpers
@@ -148,8 +149,13 @@ def run_cmd(cmd, timeout, env=None, title=None):
     return rc, out, err
 
 
+def forget_finished():
+    CHILDREN[:] = [p for p in CHILDREN if p.returncode is None]
+
+
 def wait_rusage(p, timeout):
     """Waits for Popen p; returns (rc, CPU seconds of the child: user+sys). rc None = killed at the timeout."""
+    CHILDREN.append(p)
     timer = threading.Timer(timeout, p.kill)
     timer.start()
     try:
@@ -283,6 +289,7 @@ def step_threads(a, res, remaining):
         out_path = os.path.join(a.tmp, "threads-%s.txt" % d)
         with open(out_path, "w") as outf:
             p = subprocess.Popen(cmd, stdout=outf, stderr=subprocess.PIPE, universal_newlines=True)
+            CHILDREN.append(p)
         timer = threading.Timer(left, p.kill)
         timer.start()
         try:
@@ -292,11 +299,22 @@ def step_threads(a, res, remaining):
                 LOG.write(line)
         finally:
             timer.cancel()
+            if p.poll() is None and sys.exc_info()[0] is not None:
+                p.kill()  # interrupted: keep the rows it wrote
+            rc = p.wait()
+            LOG.flush()
+            if os.path.exists(csv_path):
+                with open(csv_path, newline="") as f:
+                    for r in csv.DictReader(f):
+                        if (r["cipher"], r["direction"]) not in a.cells:
+                            continue
+                        cpu = float(r["cpu_core_s_per_gb"]) if r["cpu_core_s_per_gb"] else None
+                        res.add("threads", r["cipher"], r["direction"], int(r["update_bytes"]), int(r["threads"]),
+                                1, r["path"], float(r["gbps"]), cpu, None)
+            res.write()
         if time.monotonic() - t_deadline_base > left:
             log("threads: evp_bench out of time, killed (the rows it wrote are kept)")
             a.cut.add("threads")
-        rc = p.wait()
-        LOG.flush()
         if rc != 0:
             log("threads: evp_bench exited with %d" % rc)
             ok = False
@@ -304,14 +322,6 @@ def step_threads(a, res, remaining):
             text = f.read()
         a.evp_stdout += text
         log_text("evp_bench %s stdout" % d, text)
-        if os.path.exists(csv_path):
-            with open(csv_path, newline="") as f:
-                for r in csv.DictReader(f):
-                    if (r["cipher"], r["direction"]) not in a.cells:
-                        continue
-                    cpu = float(r["cpu_core_s_per_gb"]) if r["cpu_core_s_per_gb"] else None
-                    res.add("threads", r["cipher"], r["direction"], int(r["update_bytes"]), int(r["threads"]), 1,
-                            r["path"], float(r["gbps"]), cpu, None)
         res.write()
     return ok
 
@@ -324,6 +334,7 @@ def proc_batch(a, prov, cipher, size, n, timeout):
     cmd = [a.load_proc, "--provider", prov, "--cipher", cipher, "--dir", "enc", "--size", str(size),
            "--bytes", str(a.proc_bytes), "--provider-path", a.build_dir] + \
         (["--wait-gpu"] if a.proc_wait_gpu and prov == "gpuaes" else [])
+    forget_finished()
     t_spawn = time.monotonic()
     procs, errfs = [], []
     try:
@@ -332,6 +343,7 @@ def proc_batch(a, prov, cipher, size, n, timeout):
             errfs.append(ef)
             procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=ef, env=env,
                                           pass_fds=(ready_w, go_r), universal_newlines=True))
+            CHILDREN.append(procs[-1])
     finally:
         os.close(ready_w)
         os.close(go_r)
@@ -1067,6 +1079,12 @@ def main():
     except KeyboardInterrupt:
         interrupted = True
         log("interrupted: writing what was measured")
+        for p in CHILDREN:
+            if p.returncode is None:
+                try:
+                    p.kill()
+                except OSError:
+                    pass
     finally:
         res.write()
         for d in a.cleanup:
@@ -1079,8 +1097,10 @@ def main():
     summary = "status: %s; %.0f s (estimate %.0f s); %d rows" % (st, took, total, len(res.rows))
     write_meta(summary)
     log(summary)
-    report(a.out, meta[:4] + [meta[6], summary])
-    print("\nload_matrix: %s -> %s (%s)" % (summary, a.out, ", ".join(sorted(os.listdir(a.out)))))
+    LOG.flush()
+    print("load_matrix: %s -> %s" % (summary, a.out))
+    report(a.out, meta[:4] + [meta[6], summary])  # the table, last on stdout
+    print("(files: %s)" % ", ".join(sorted(os.listdir(a.out))), file=sys.stderr)
     LOG.close()
     return 0 if (not interrupted and not failed and not a.cut) else 1
 
