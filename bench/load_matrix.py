@@ -37,6 +37,7 @@ Writes into the output directory (at most 5 files):
   run.log      everything the tools printed
 """
 import argparse
+import copy
 import csv
 import datetime
 import math
@@ -803,7 +804,7 @@ def plot_heatmap(out_dir, rows):
     ncol = max(len(top), len(bottom), 1)
     nrow = (1 if top else 0) + (1 if bottom else 0)
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol + 1.5, 4.2 * nrow + 0.6), squeeze=False)
-    cmap = plt.get_cmap("RdYlGn").copy()
+    cmap = copy.copy(plt.get_cmap("RdYlGn"))
     cmap.set_bad("#cccccc")
     im = None
     for ri, group in enumerate([g for g in (top, bottom) if g]):
@@ -1013,7 +1014,7 @@ def main():
         pass
     cmdline = " ".join([os.environ.get("LOAD_MATRIX_ARGV0", "bench/load_matrix.py")] + sys.argv[1:])
     meta = ["commit: %s" % commit,
-            "date: %s" % datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M:%S UTC"),
+            "date: %s" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             "gpu: %s (driver %s)" % (gpu_name or "none found by nvidia-smi", driver or "unknown"),
             "cpu: %s, %d cores, %s" % (cpu or platform.processor(), os.cpu_count() or 0, mem),
             "openssl: %s" % (sh([a.openssl, "version"]) or "not found"),
