@@ -687,8 +687,8 @@ def write_readme(out_dir, rows, meta_lines, plot_note):
     L += ["    " + m for m in meta_lines]
     L += ["", "ratio = gpuaes / default: GB/s, or for startup rows default / gpuaes wall time (whole processes); "
           "above 1 = gpuaes is better. threads: evp_bench medians (GPU ready before "
-          "timing); processes: N processes at once, GB/s of all bytes over the slowest one's time, GPU start-up "
-          "included, median of rounds; startup: whole `openssl` processes, median wall time (gbps = file bytes / "
+          "timing); processes: N processes at once, GB/s of all bytes over the slowest one's time, gpuaes's GPU "
+          "start-up timed unless meta.txt's plan says otherwise, median of rounds; startup: whole `openssl` processes, median wall time (gbps = file bytes / "
           "wall); speed: `openssl speed` (without -elapsed its figure is per CPU second). cpu s/GB = CPU "
           "core-seconds per 10^9 bytes (process CPU, every thread; speed/startup: the whole child process).", ""]
     if plot_note:
