@@ -101,13 +101,17 @@ void at_exit_release()
 }
 
 // Exit while the GPU starts.  The process's exit handlers run in reverse
-// order of registration: the CUDA runtime's and OpenSSL's (which unloads
-// providers) were registered before the initialisation began, so they run
-// after stop_init_at_exit(), registered when it began.  That handler tells
-// the init thread to stop at its next step (do_init checks between CUDA
-// calls) and joins it: no CUDA call is under way on the init thread once
-// the runtime's own teardown starts (one was seen to crash there), and the
-// wait is at most one CUDA call, not the whole start-up.
+// order of registration: the static CUDA runtime's teardown and OpenSSL's
+// (which unloads providers) were registered before the start-up began, so
+// they run after stop_init_at_exit(), registered when it began.  That
+// handler tells the init thread to stop at its next step (do_init checks
+// between CUDA calls) and joins it, so that no CUDA call is under way when
+// the runtime tears itself down.  Not joining was tried: 'openssl enc' on the
+// H200 then crashed at exit 198 times in 200, with the module kept mapped
+// too (-z nodelete): the thread came back from the driver into runtime state
+// torn down meanwhile.  The wait is at most the CUDA call in progress (cold
+// cuInit: ~0.2 s); dispatch starts the GPU only in a process that has done
+// enough work for it to pay (dispatch_start_gpu).
 std::atomic<bool> g_process_exiting{false};
 
 bool exit_began() { return g_process_exiting.load(std::memory_order_relaxed); }

@@ -625,7 +625,7 @@ static int ks_begin(block_ctx *c)
 
     if (atomic_load(&ks_streams) >= c->prov->ks_max_streams)
         return 0;                     /* cheap refusal: as many streams as the GPU feeds */
-    if (!gpuaes_gpu_available() || !fb_get_num(c, &num)
+    if (!offload_gpu_up(c->prov, c->prov->ks_ramp) || !fb_get_num(c, &num)
         || !fb_get_block(c, OSSL_CIPHER_PARAM_UPDATED_IV, iv) || num >= BLOCK)
         return 0;
     if (c->gpukey == NULL)
@@ -807,7 +807,7 @@ static int fb_update_timed(block_ctx *c, unsigned char *out, size_t *outl, size_
 static int update_plain(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
                         const unsigned char *in, size_t inl)
 {
-    if (inl < c->gpu_min || !gpuaes_gpu_available())
+    if (inl < c->gpu_min || !offload_gpu_up(c->prov, inl))
         return fb_update(c, out, outl, outsize, in, inl);
     if (!dispatch_to_gpu(c->prov, kind_of(c), c->var->keylen, inl))
         return fb_update_timed(c, out, outl, outsize, in, inl);

@@ -67,6 +67,8 @@ typedef struct gpuaes_prov {
     size_t offload_min[OFFLOAD_KINDS];
     int offload_min_set;                   /* offload_min_bytes was given (cnf or env) */
     size_t offload_min_bytes;              /* its value, when given */
+    /* Bytes of GPU-worthy work done on the CPU before the GPU is started. */
+    size_t gpu_start_bytes;
     /* Keystream ahead (CTR): see docs/DESIGN.md, "Keystream ahead". */
     int ks_enabled;                        /* keystream / GPUAES_KEYSTREAM */
     size_t ks_ramp;                        /* a stream this long (bytes) gets keystream windows */
@@ -88,6 +90,9 @@ const char *settings_policy(const gpuaes_prov *prov);
 /* offload.c: the decision to use the GPU, and running a job with its reporting. */
 /* Whether the GPU can take this kind at all (GCM needs compute capability 8.0). */
 int offload_possible(offload_kind kind);
+/* The GPU is up for a call of len bytes that it could take; starts it once the
+ * process has done gpu_start_bytes of such work (never blocks). */
+int offload_gpu_up(const gpuaes_prov *prov, size_t len);
 /* Known never to run on the GPU in this process (asks nothing of a GPU not started). */
 int offload_ruled_out(offload_kind kind);
 /* The GPU is there, the call is at or above the kind's threshold, and dispatch says GPU. */

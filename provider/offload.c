@@ -21,10 +21,29 @@ int offload_ruled_out(offload_kind kind)
     return gpuaes_gpu_started() && !offload_possible(kind);
 }
 
+/*
+ * The GPU's start-up costs 0.2-0.9 s in the background and ~0.5 GiB of
+ * device memory, and a process that exits while it runs waits for the CUDA
+ * call in progress (cuda/device.cu).  So it starts only in a process that
+ * has already done gpu_start_bytes of work the GPU could have taken, on the
+ * CPU: short processes never pay for it.  An explicit offload_min_bytes
+ * starts it at the first such call.
+ */
+int offload_gpu_up(const gpuaes_prov *prov, size_t len)
+{
+    static _Atomic uint64_t eligible;
+
+    if (!prov->offload_min_set && !gpuaes_gpu_started()
+        && atomic_fetch_add_explicit(&eligible, len, memory_order_relaxed) + len
+               < prov->gpu_start_bytes)
+        return 0;
+    return gpuaes_gpu_available();
+}
+
 int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)
 {
-    return len >= prov->offload_min[kind] && len >= 16 && offload_possible(kind)
-        && dispatch_to_gpu(prov, kind, keylen, len);
+    return len >= prov->offload_min[kind] && len >= 16 && offload_gpu_up(prov, len)
+        && offload_possible(kind) && dispatch_to_gpu(prov, kind, keylen, len);
 }
 
 static offload_kind kind_of_op(gpuaes_op op)

@@ -140,6 +140,11 @@ void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_par
     }
     for (int k = 0; k < OFFLOAD_KINDS; k++)
         prov->offload_min[k] = prov->offload_min_set ? prov->offload_min_bytes : offload_defaults[k];
+    /* 2 GiB: a quarter of a second of one AES-NI core, about the start-up's
+     * own length (../shared/GPU_FACTS.md): a process that ends sooner would
+     * only wait for it. */
+    prov->gpu_start_bytes = knob_bytes(prov, core_get_params, "gpu_start_bytes",
+                                       "GPUAES_GPU_START_BYTES", (size_t)2 << 30);
     settings_load_keystream(prov, core_get_params);
 }
 

@@ -83,3 +83,6 @@ gpuaes_test(NAME dispatch_slow_emu COMMAND test_dispatch --slow LABELS emu TIMEO
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_EMU_JOB_DELAY_MS=20;GPUAES_KEYSTREAM=0")
 gpuaes_test(NAME dispatch_fail_emu COMMAND test_dispatch --fail LABELS emu TIMEOUT 300
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_FAULT=alloc;GPUAES_KEYSTREAM=0")
+# Default policy: the GPU starts only after GPUAES_GPU_START_BYTES of work it could have taken.
+gpuaes_test(NAME startup_after_work COMMAND test_startup --start-after-work LABELS gpu TIMEOUT 120
+  ENV "GPUAES_GPU_START_BYTES=16M")

@@ -75,8 +75,9 @@ static void small_gcm(test_env *env)
     EVP_CIPHER_free(g);
 }
 
-/* The child: start the GPU with one large call, report the time, exit. */
-static int exit_during_startup(int fd)
+/* The child: start the GPU with one large call, optionally wait delay_us,
+ * report the time, exit. */
+static int exit_during_startup(int fd, long delay_us)
 {
     test_env env;
     unsigned char *in = calloc(1, BIG), *a = malloc(BIG), *b = malloc(BIG);
@@ -85,6 +86,11 @@ static int exit_during_startup(int fd)
     if (in == NULL || a == NULL || b == NULL || !test_env_open(&env))
         return 2;
     ctr_same(&env, in, BIG, a, b);
+    if (delay_us > 0) {
+        struct timespec d = { delay_us / 1000000, (delay_us % 1000000) * 1000 };
+
+        nanosleep(&d, NULL);
+    }
     t = now_ms();
     if (write(fd, &t, sizeof(t)) != (ssize_t)sizeof(t))
         return 2;
@@ -118,6 +124,31 @@ static void check_prompt_exit(const char *self)
     }
 }
 
+/* Default policy, GPUAES_GPU_START_BYTES=16M (set by CTest): 12 MiB of
+ * GPU-worthy CTR calls do not start the GPU; 8 MiB more do. */
+static int start_after_work(void)
+{
+    test_env env;
+    size_t len = (size_t)4 << 20;
+    unsigned char *in = calloc(1, len), *a = malloc(len), *b = malloc(len);
+
+    if (in == NULL || a == NULL || b == NULL || !test_env_open(&env))
+        return 1;
+    for (int i = 0; i < 3; i++)
+        ctr_same(&env, in, len, a, b);
+    CHECKF(strstr(provider_name(&env), "not started") != NULL, "after 12 MiB: %s",
+           provider_name(&env));
+    for (int i = 0; i < 2; i++)
+        ctr_same(&env, in, len, a, b);
+    CHECKF(strstr(provider_name(&env), "not started") == NULL, "after 20 MiB: %s",
+           provider_name(&env));
+    test_env_close(&env);
+    free(in);
+    free(a);
+    free(b);
+    return test_report("startup_after_work");
+}
+
 int main(int argc, char **argv)
 {
     test_env env;
@@ -127,8 +158,10 @@ int main(int argc, char **argv)
     int emu_slow = dir != NULL && strstr(dir, "/emu") != NULL && ms != NULL && atoi(ms) > 0;
     uint64_t before;
 
-    if (argc == 3 && strcmp(argv[1], "--exit-during-startup") == 0)
-        return exit_during_startup(atoi(argv[2]));
+    if (argc == 2 && strcmp(argv[1], "--start-after-work") == 0)
+        return start_after_work();
+    if (argc >= 3 && strcmp(argv[1], "--exit-during-startup") == 0)
+        return exit_during_startup(atoi(argv[2]), argc > 3 ? atol(argv[3]) : 0);
     in = malloc(BIG);
     a = malloc(BIG);
     b = malloc(BIG);
