@@ -47,13 +47,16 @@
 #define CLASS0 16
 #define FIX 16                         /* estimates in ns per byte, 16 fractional bits */
 #define EXPLORE 64
+#define WARM 3                         /* GPU samples before an estimate may say "slower" */
 #define BACKOFF_MIN_NS 10000000ULL     /* 10 ms */
 #define BACKOFF_MAX_NS 10000000000ULL  /* 10 s */
 #define ACTIVE_SLOTS 64                /* threads tracked (more are counted as 64) */
-#define ACTIVE_NS 20000000ULL          /* a thread that made a large call this recently is active */
+#define ACTIVE_NS 100000000ULL         /* a thread that made a large call this recently is active
+                                          (longer than one 64 MiB call on a loaded core) */
 
 static _Atomic uint64_t cpu_est[OFFLOAD_KINDS][3];        /* per key size: 128, 192, 256 */
 static _Atomic uint64_t gpu_est[OFFLOAD_KINDS][CLASSES];
+static _Atomic unsigned gpu_samples[OFFLOAD_KINDS][CLASSES];
 static _Atomic unsigned declined[OFFLOAD_KINDS];
 static _Atomic int inflight;                               /* GPU jobs now, all threads */
 static _Atomic uint64_t backoff_until, backoff_ns, backoffs;
@@ -109,12 +112,15 @@ static int key_index(size_t keylen)
     return keylen <= 16 ? 0 : keylen <= 24 ? 1 : 2;
 }
 
-/* Exponentially weighted (1/8): recent calls count most; a lost race loses one sample. */
-static void ewma(_Atomic uint64_t *e, uint64_t sample)
+/* Exponentially weighted: recent calls count most (1/8 each; 1/2 while
+ * `young`, so that a first sample that paid one-time costs fades fast); a
+ * lost race loses one sample. */
+static void ewma(_Atomic uint64_t *e, uint64_t sample, int young)
 {
     uint64_t old = atomic_load_explicit(e, memory_order_relaxed);
+    unsigned shift = young ? 1 : 3;
 
-    atomic_store_explicit(e, old == 0 ? sample : old - old / 8 + sample / 8,
+    atomic_store_explicit(e, old == 0 ? sample : old - (old >> shift) + (sample >> shift),
                           memory_order_relaxed);
 }
 
@@ -139,8 +145,9 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     gpu = atomic_load_explicit(&gpu_est[kind][size_class(len)], memory_order_relaxed);
     if (cpu == 0)
         return 0;                      /* measure the CPU first */
-    if (gpu == 0)
-        return 1;
+    if (gpu == 0 || atomic_load_explicit(&gpu_samples[kind][size_class(len)],
+                                         memory_order_relaxed) < WARM)
+        return 1;                      /* a job's first includes the GPU's one-time costs */
     busy = atomic_load_explicit(&inflight, memory_order_relaxed);
     if (gpu * (uint64_t)(1 + busy) < cpu)
         return 1;
@@ -155,11 +162,12 @@ void dispatch_cpu_done(offload_kind kind, size_t keylen, size_t len, uint64_t ns
     if (len >= DISPATCH_SAMPLE)
         (void)active_threads(dispatch_now_ns());
     if (len >= DISPATCH_SAMPLE)
-        ewma(&cpu_est[kind][key_index(keylen)], per_byte(ns, len));
+        ewma(&cpu_est[kind][key_index(keylen)], per_byte(ns, len), 0);
 }
 
 int dispatch_gpu_begin(void)
 {
+    (void)active_threads(dispatch_now_ns());
     return atomic_fetch_add_explicit(&inflight, 1, memory_order_relaxed);
 }
 
@@ -188,7 +196,10 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
          * have taken that many times less. */
         uint64_t share = 1 + (uint64_t)(busy_at_start + (busy_at_end > 0 ? busy_at_end : 0)) / 2;
 
-        ewma(&gpu_est[kind][size_class(len)], per_byte(ns, len) / share + 1);
+        unsigned n = atomic_fetch_add_explicit(&gpu_samples[kind][size_class(len)], 1,
+                                               memory_order_relaxed);
+
+        ewma(&gpu_est[kind][size_class(len)], per_byte(ns, len) / share + 1, n < 2 * WARM);
     }
 }
 
