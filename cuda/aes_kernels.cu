@@ -202,11 +202,8 @@ cudaError_t launch_kernel(int mode, int rounds, const KParams &p, const void *di
     const uint32_t need = (nblocks + (uint32_t)k.threads - 1) / (uint32_t)k.threads;
     const uint32_t grid = need < (uint32_t)k.max_grid ? need : (uint32_t)k.max_grid;
     const bool pdl = pdl_ok();
-    // Clear any stale error of this thread so the check below sees only this launch.
-    (void)cudaGetLastError();
-    const cudaError_t e = k.launch(dim3(grid), dim3((unsigned)k.threads), k.smem, stream, pdl, p,
-                                   static_cast<const uint4 *>(din), static_cast<uint4 *>(dout), nblocks);
-    return e != cudaSuccess ? e : cudaGetLastError();
+    return k.launch(dim3(grid), dim3((unsigned)k.threads), k.smem, stream, pdl, p, static_cast<const uint4 *>(din),
+                    static_cast<uint4 *>(dout), nblocks);
 }
 
 } // namespace gpuaes

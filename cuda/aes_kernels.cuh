@@ -16,7 +16,8 @@ cudaError_t kernels_init(int sm_count);
 // Enqueues one kernel on `stream`: nblocks 16-byte blocks from din to dout
 // (distinct device buffers).  mode is a KMode, rounds 10/12/14.  CTR modes
 // with din == nullptr write the keystream itself (the input taken as zero).
-// Returns the launch status (cudaGetLastError() after the launch).
+// Returns the launch's own status (cudaLaunchKernelEx): nothing is read from,
+// or left for, the thread's last error.
 cudaError_t launch_kernel(int mode, int rounds, const KParams &p, const void *din, void *dout,
                           uint32_t nblocks, cudaStream_t stream);
 

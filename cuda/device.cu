@@ -29,6 +29,7 @@
 
 #include "aes_kernels.cuh"
 #include "copy_pool.h"
+#include "cuda_guest.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
 #include "pdl.cuh"
@@ -161,6 +162,7 @@ void do_init()
 
     g_cuda_touched.store(true); // from here on a forked child must keep off CUDA
     if (exit_began()) return;
+    CudaInitGuest guest; // context and error state as found at every return (harmless on our own thread)
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
@@ -194,6 +196,10 @@ void do_init()
     if (e == cudaSuccess) e = cudaFree(nullptr); // creates the context now, not in the first job
     if (e != cudaSuccess) {
         std::snprintf(g_desc, sizeof g_desc, "no usable GPU: device %d: %s", dev, cudaGetErrorString(e));
+        return;
+    }
+    if (!guest.adopt_primary()) {
+        std::snprintf(g_desc, sizeof g_desc, "no usable GPU: device %d: cuCtxGetCurrent/cuCtxSetCurrent not available", dev);
         return;
     }
     if (exit_began()) return;
@@ -299,17 +305,13 @@ int current_device_cc()
 {
     static std::atomic<int> cache[16]; // per device: 0 unknown, else 10 * major + minor
     int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) {
-        (void)cudaGetLastError();
-        return 0;
-    }
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) return 0; // error cleared by the CudaGuest
     int c = cache[dev].load(std::memory_order_relaxed);
     if (c == 0) {
         int major = 0, minor = 0;
         if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
             cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess)
             c = major * 10 + minor;
-        (void)cudaGetLastError();
         cache[dev].store(c, std::memory_order_relaxed);
     }
     return c;

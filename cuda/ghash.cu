@@ -278,7 +278,6 @@ cudaError_t launch_ghash(const GParams &p, const GhashPlan &pl, const void *data
     g.levels = pl.levels;
     g.block_levels = pl.block_levels;
     const bool pdl = pdl_ok();
-    (void)cudaGetLastError();
     return launch_pdl(ghash_kernel, dim3(pl.blocks + 1), dim3(kPartialThreads), 0, stream, pdl, p, g,
                       static_cast<const uint32_t *>(data), scratch, out);
 }

@@ -10,12 +10,13 @@ namespace gpuaes {
 // GPUAES_FAULT: which stage fails on purpose (tests of the CPU fallback).
 enum class Fault { none, alloc, copyin, launch, copyout, sync };
 
-// After a successful init: the device every thread must make current
-// (cudaSetDevice) before its CUDA calls.  Only valid when available() is 1.
+// After a successful init: the device gpuaes uses.  Its primary context is
+// made current by a CudaGuest (cuda_guest.h), never by cudaSetDevice on a
+// caller's thread.  Only valid when available() is 1.
 int gpu_device();
 
 // Compute capability of the current device, 10 * major + minor (0 when
-// unknown); cached per device.
+// unknown); cached per device.  Inside a CudaGuest (which clears its errors).
 int current_device_cc();
 
 // The fault injected for this process (read once at init).

@@ -31,8 +31,10 @@
 #include "aes_block.cuh"
 #include "aes_key.h"
 #include "aes_tables.cuh"
+#include "cuda_guest.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
+#include "pdl.cuh"
 
 namespace gpuaes {
 namespace {
@@ -143,6 +145,9 @@ namespace {
 
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;   // queue, pool, registry, counters
 pthread_mutex_t g_submit = PTHREAD_MUTEX_INITIALIZER; // the streams, one launcher at a time
+// Each list holds a window at most once, and each has room for every window
+// made (reserve_window_slot): their push_backs never allocate, so they never
+// throw across the C interface.
 std::vector<gpuaes_ks_window *> *g_queue;             // under g_lock
 std::vector<gpuaes_ks_window *> *g_pool;              // idle windows, under g_lock
 std::vector<gpuaes_ks_window *> *g_all;               // every window made, under g_lock
@@ -180,6 +185,23 @@ bool reserve_inflight(size_t n)
 void uncount(gpuaes_ks_window *w) { g_inflight.fetch_sub(w->counted.exchange(0)); }
 
 bool usable() { return !cuda_forbidden() && !g_released.load() && gpuaes_gpu_available(); }
+
+// Under g_lock: room in every list for one window more than exist (the only
+// allocations of the lists; false when there is no memory).
+bool reserve_window_slot()
+{
+    try {
+        if (g_pool == nullptr) g_pool = new std::vector<gpuaes_ks_window *>();
+        if (g_queue == nullptr) g_queue = new std::vector<gpuaes_ks_window *>();
+        if (g_all == nullptr) g_all = new std::vector<gpuaes_ks_window *>();
+        const size_t n = g_all->size() + 1;
+        for (std::vector<gpuaes_ks_window *> *v : {g_all, g_pool, g_queue})
+            if (v->capacity() < n) v->reserve(2 * n);
+        return true;
+    } catch (...) {
+        return false; // what was made is kept for the next try
+    }
+}
 
 void set_err(char *err, const char *what, cudaError_t e)
 {
@@ -237,9 +259,11 @@ bool launch_round()
     if (n == 0) return false;
 
     char err[160];
-    if (cudaSetDevice(gpu_device()) != cudaSuccess || !ensure_streams(err)) {
+    CudaGuest guest; // held to the end of the round: every call below is on this thread
+    if (!guest.ok() || !ensure_streams(err)) {
         for (int i = 0; i < n; ++i) {
-            std::snprintf(w[i]->error, sizeof w[i]->error, "keystream: no stream");
+            std::snprintf(w[i]->error, sizeof w[i]->error, "keystream: %s",
+                          guest.ok() ? "no stream" : "CUDA not usable on this thread now");
             uncount(w[i]);
             w[i]->state.store(W_FAILED, std::memory_order_release);
         }
@@ -256,13 +280,9 @@ bool launch_round()
     if (gx > cap) gx = cap;
     cudaEvent_t kd = g_kdone[g_kdone_next];
     g_kdone_next ^= 1;
-    (void)cudaGetLastError();
     cudaError_t e = cudaSuccess;
     const bool injected = gpu_fault() == Fault::launch;
-    if (!injected) {
-        ks_kernel<<<dim3(gx, (unsigned)n), dim3(kThreads), 0, g_kstream>>>(b);
-        e = cudaGetLastError();
-    }
+    if (!injected) e = launch_pdl(ks_kernel, dim3(gx, (unsigned)n), dim3(kThreads), 0, g_kstream, false, b);
     secure_wipe(&b, sizeof b);
     if (e == cudaSuccess) e = cudaEventRecord(kd, g_kstream);
     if (e == cudaSuccess) e = cudaStreamWaitEvent(g_cstream, kd, 0);
@@ -283,7 +303,8 @@ bool launch_round()
         if (c == cudaSuccess) c = cudaLaunchHostFunc(g_cstream, on_copied, w[i]);
         if (c != cudaSuccess) {
             // Whatever was enqueued must be over before the window is used again.
-            (void)cudaStreamSynchronize(g_cstream);
+            const cudaError_t s = cudaStreamSynchronize(g_cstream);
+            if (s != cudaSuccess) set_err(nullptr, "cudaStreamSynchronize", s);
             fail_window(w[i], "copyout", c);
             continue;
         }
@@ -320,8 +341,13 @@ void quiesce(gpuaes_ks_window *w)
         int s = w->state.load(std::memory_order_acquire);
         if (s == W_QUEUED) { drain(); sched_yield(); continue; }
         // The stream, not the event: its host function must have run too, so
-        // that it can never mark a later fill of this window as copied.
-        if (s == W_INFLIGHT && !w->copied.load(std::memory_order_acquire)) (void)cudaStreamSynchronize(g_cstream);
+        // that it can never mark a later fill of this window as copied.  A
+        // guard that cannot run means the driver is gone, and its copies with it.
+        if (s == W_INFLIGHT && !w->copied.load(std::memory_order_acquire)) {
+            CudaGuest guest(true);
+            const cudaError_t e = guest.ok() ? cudaStreamSynchronize(g_cstream) : cudaSuccess;
+            if (e != cudaSuccess) set_err(nullptr, "cudaStreamSynchronize", e);
+        }
         uncount(w);
         return;
     }
@@ -343,17 +369,7 @@ extern "C" gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
 {
     if (cap == 0 || cap % 16 != 0 || !usable()) return nullptr;
     pthread_mutex_lock(&g_lock);
-    if (g_pool == nullptr) {
-        g_pool = new (std::nothrow) std::vector<gpuaes_ks_window *>();
-        g_queue = new (std::nothrow) std::vector<gpuaes_ks_window *>();
-        g_all = new (std::nothrow) std::vector<gpuaes_ks_window *>();
-        if (g_pool == nullptr || g_queue == nullptr || g_all == nullptr) {
-            pthread_mutex_unlock(&g_lock);
-            return nullptr;
-        }
-        g_queue->reserve(256);
-    }
-    for (size_t i = 0; i < g_pool->size(); ++i) {
+    for (size_t i = 0; g_pool != nullptr && i < g_pool->size(); ++i) {
         gpuaes_ks_window *w = (*g_pool)[i];
         if (w->cap == cap) {
             g_pool->erase(g_pool->begin() + (long)i);
@@ -362,15 +378,16 @@ extern "C" gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
             return w;
         }
     }
-    if (g_pinned + cap > g_limit) {
+    if (g_pinned + cap > g_limit || !reserve_window_slot()) {
         pthread_mutex_unlock(&g_lock);
         return nullptr;
     }
     g_pinned += cap; // reserved now, returned below on failure
     pthread_mutex_unlock(&g_lock);
 
+    CudaGuest guest;
     gpuaes_ks_window *w = new (std::nothrow) gpuaes_ks_window();
-    bool ok = w != nullptr && gpu_fault() != Fault::alloc && cudaSetDevice(gpu_device()) == cudaSuccess;
+    bool ok = w != nullptr && gpu_fault() != Fault::alloc && guest.ok();
     if (ok) {
         w->cap = cap;
         ok = cudaHostAlloc((void **)&w->host, cap, cudaHostAllocDefault) == cudaSuccess;
@@ -382,18 +399,18 @@ extern "C" gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
     }
     if (!ok) {
         if (w != nullptr) {
+            // Best effort: freeing what was just allocated fails only with a broken context.
             if (w->host) (void)cudaFreeHost(w->host);
             if (w->dev) (void)cudaFree(w->dev);
             delete w;
         }
-        (void)cudaGetLastError();
         pthread_mutex_lock(&g_lock);
         g_pinned -= cap;
         pthread_mutex_unlock(&g_lock);
         return nullptr;
     }
     pthread_mutex_lock(&g_lock);
-    g_all->push_back(w);
+    g_all->push_back(w); // within the capacity reserved above
     pthread_mutex_unlock(&g_lock);
     return w;
 }
@@ -406,6 +423,8 @@ extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *k
         return GPUAES_FAILED;
     }
     if (!usable()) return GPUAES_BUSY;
+    CudaGuest guest; // for the launch below (drain); an error pending on this thread: the CPU
+    if (!guest.ok()) return GPUAES_BUSY;
     const int s = w->state.load(std::memory_order_acquire);
     if (s == W_QUEUED || s == W_INFLIGHT) {
         if (error) std::snprintf(error, 160, "keystream: window busy");
@@ -426,18 +445,8 @@ extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *k
     w->copied.store(0, std::memory_order_relaxed);
     w->state.store(W_QUEUED, std::memory_order_release);
     pthread_mutex_lock(&g_lock);
-    bool ok = true;
-    try {
-        g_queue->push_back(w);
-    } catch (...) {
-        ok = false;
-    }
+    g_queue->push_back(w); // never allocates: room for every window (reserve_window_slot)
     pthread_mutex_unlock(&g_lock);
-    if (!ok) {
-        uncount(w);
-        w->state.store(W_IDLE, std::memory_order_release);
-        return GPUAES_BUSY;
-    }
     drain();
     return GPUAES_OK;
 }
@@ -453,7 +462,11 @@ extern "C" int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
     }
     if (s == W_INFLIGHT) {
         if (gpu_fault() == Fault::sync) {
-            (void)cudaStreamSynchronize(g_cstream); // its host function has run: no late "copied"
+            CudaGuest guest;
+            if (!guest.ok()) return 0; // later
+            // Its host function has run: no late "copied".
+            const cudaError_t e = cudaStreamSynchronize(g_cstream);
+            if (e != cudaSuccess) set_err(nullptr, "cudaStreamSynchronize", e);
             std::snprintf(w->error, sizeof w->error, "keystream: sync: injected fault (GPUAES_FAULT=sync)");
             uncount(w);
             w->state.store(W_FAILED, std::memory_order_release);
@@ -466,9 +479,14 @@ extern "C" int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
             }
             if ((++w->polls & 255) != 0) return 0;
             // Now and then ask the driver, so that a failed stream is noticed.
+            // (cudaErrorNotReady may be recorded as the thread's last error:
+            // the guard clears it.)
+            CudaGuest guest;
+            if (!guest.ok()) return 0;
             const cudaError_t e = cudaEventQuery(w->ev);
             if (e == cudaSuccess || e == cudaErrorNotReady) return 0; // the host function comes next
-            (void)cudaStreamSynchronize(g_cstream);
+            const cudaError_t es = cudaStreamSynchronize(g_cstream);
+            if (es != cudaSuccess) set_err(nullptr, "cudaStreamSynchronize", es);
             fail_window(w, "cudaEventQuery", e);
             s = W_FAILED;
         }
@@ -498,10 +516,7 @@ extern "C" void gpuaes_ks_window_free(gpuaes_ks_window *w)
     w->filled = 0;
     pthread_mutex_lock(&g_lock);
     w->pooled = true;
-    try {
-        g_pool->push_back(w);
-    } catch (...) {
-    }
+    g_pool->push_back(w); // never allocates: room for every window (reserve_window_slot)
     pthread_mutex_unlock(&g_lock);
 }
 
@@ -518,7 +533,8 @@ void keystream_release()
     if (cuda_forbidden() || g_released.exchange(true)) return;
     pthread_mutex_lock(&g_submit);
     pthread_mutex_lock(&g_lock);
-    const bool cuda = !gpu_broken() && cudaSetDevice(gpu_device()) == cudaSuccess;
+    CudaGuest guest(true);
+    const bool cuda = !gpu_broken() && guest.ok();
     if (cuda && g_streams) {
         (void)cudaStreamSynchronize(g_kstream);
         (void)cudaStreamSynchronize(g_cstream);
@@ -533,7 +549,6 @@ void keystream_release()
             (void)cudaEventDestroy(w->ev);
         }
     }
-    if (cuda) (void)cudaGetLastError();
     pthread_mutex_unlock(&g_lock);
     pthread_mutex_unlock(&g_submit);
 }

@@ -36,7 +36,8 @@ __device__ __forceinline__ void grid_dep_launch()
 bool pdl_ok();
 
 // Launches kernel<<<grid, block, smem, stream>>>(args...), with programmatic
-// stream serialization when `pdl`.
+// stream serialization when `pdl`, and returns the launch's error (the
+// thread's last error is neither read nor needed: cuda_guest.h).
 template <class... Args>
 cudaError_t launch_pdl(void (*kernel)(Args...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
                        Args... args)

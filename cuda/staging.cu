@@ -45,6 +45,7 @@
 #include "aes_kernels.cuh"
 #include "aes_key.h"
 #include "copy_pool.h"
+#include "cuda_guest.h"
 #include "ghash_launch.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
@@ -127,7 +128,11 @@ class StageTrace {
     void begin(size_t nchunks)
     {
         t0_ = now_us();
-        t_.assign(nchunks * kEvents, 0.0);
+        try { // no exception may reach gpuaes_gpu_run's C caller: no memory, no trace
+            t_.assign(nchunks * kEvents, 0.0);
+        } catch (...) {
+            t_.clear();
+        }
     }
     bool on() const { return !t_.empty(); }
     void mark(size_t chunk, Event e)
@@ -240,7 +245,6 @@ void destroy_slot(Slot *s, bool wipe, bool cuda)
         l = Lane();
     }
     s->nlanes = 0;
-    if (cuda) (void)cudaGetLastError(); // leave no stale error in this thread
 }
 
 // ---- one job ---------------------------------------------------------------
@@ -362,7 +366,6 @@ class Pipeline {
         bool idle = !fatal_;
         for (size_t i = out_; i < gpu_ && !fatal_; ++i)
             if (cudaStreamSynchronize(lane_of(i).stream) != cudaSuccess) idle = false;
-        if (!fatal_) (void)cudaGetLastError();
         trace_.print(job_->len, in_, nlanes_);
         job_->status = job_->done == job_->len ? GPUAES_OK : GPUAES_FAILED;
         if (job_->status == GPUAES_FAILED && job_->error[0] == '\0')
@@ -825,11 +828,9 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
         return;
     }
 
-    cudaError_t e = cudaSetDevice(gpu_device());
-    if (e != cudaSuccess) {
-        job->status = GPUAES_FAILED;
-        std::snprintf(job->error, sizeof job->error, "setup: cudaSetDevice: %s", cudaGetErrorString(e));
-        if (error_is_fatal(e)) mark_gpu_broken(job->error);
+    CudaGuest guest; // the caller's context current again, and its error state as found, on return
+    if (!guest.ok()) {
+        job->status = GPUAES_BUSY;
         return;
     }
 
@@ -881,7 +882,8 @@ extern "C" void gpuaes_gpu_release(void)
     pthread_mutex_unlock(&g_pool_lock);
     if (n == 0) return;
 
-    const bool cuda = !gpu_broken() && cudaSetDevice(gpu_device()) == cudaSuccess;
+    CudaGuest guest(true);
+    const bool cuda = !gpu_broken() && guest.ok();
     for (int i = 0; i < n; ++i) {
         destroy_slot(mine[i], true, cuda);
         if (!cuda) for (Lane &l : mine[i]->lane) l = Lane(); // wiped, left allocated
