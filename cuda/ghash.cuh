@@ -73,6 +73,15 @@ struct G128 {
 constexpr int kGhashMaxLevels = 32; // N <= 2^32
 
 // Everything the GHASH kernels need besides buffers; by value (constant bank).
+// Secret: pw[0] is H, and each pw[L] alone gives H (squaring is a bijection
+// of GF(2^128): H = pw[L]^(2^(128-L))), so leaving some out keeps nothing
+// secret out.  The kernels need H^1..H^31 (lane powers), which they cannot
+// derive from anything public.  The same job's CTR launch carries the AES
+// round keys by value (KParams.rk), and H = E_K(0) follows from them: these
+// powers add nothing to what the launch parameters already hold.  Keeping
+// secrets out of parameters means device memory for the round keys and the
+// powers together (wiped at release, as the matrices are): one change, to be
+// measured on the GPU.
 struct GParams {
     G128 pw[kGhashMaxLevels];    // pw[L] = H^(m * 2^L), L < levels
     uint32_t m;                  // unit of the powers: 1 (GhashPlan::m)
