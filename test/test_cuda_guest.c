@@ -252,7 +252,7 @@ static void run_ops(int expect_gpu, int stream)
 
 static int open_gpuaes(void)
 {
-    if (!gpuaes_gpu_available()) {
+    if (!gpuaes_gpu_wait()) { /* the start-up runs on gpuaes's own thread */
         printf("no usable GPU: %s\n", gpuaes_gpu_description());
         exit(TEST_SKIP);
     }
@@ -304,7 +304,7 @@ int main(void)
     g_iv[12] = 0; /* GCM's inc32 stays far from 2^32: its keystream is CTR128's */
     test_rand_bytes(g_in, BIG);
 
-    open_gpuaes(); /* gpuaes initialises here, on this thread, unless it has its own */
+    open_gpuaes(); /* gpuaes starts up (on its own thread) and is waited for */
     expect_state(app, g_pending, "after gpuaes's initialisation");
 
     /* (a) an error pending. */
