@@ -55,14 +55,19 @@ CudaGuest::CudaGuest(bool must_run)
     }
     const CUcontext primary = g_primary.load(std::memory_order_acquire);
     if (primary == nullptr || cuda_forbidden()) return;
-    clean_ = cudaPeekAtLastError() == cudaSuccess;
-    if (!clean_ && !must_run) return; // the application's error: no call of ours may replace it
+    // Switch first: no runtime call of ours runs in the caller's context.
     CUcontext cur = nullptr;
     if (g_get_ctx(&cur) != CUDA_SUCCESS) return;
     if (cur != primary) {
         if (g_set_ctx(primary) != CUDA_SUCCESS) return;
         saved_ = cur;
         switched_ = true;
+    }
+    clean_ = cudaPeekAtLastError() == cudaSuccess;
+    if (!clean_ && !must_run) { // the application's error: no call of ours may replace it
+        if (switched_) restore(saved_);
+        switched_ = false;
+        return;
     }
     ok_ = true;
 }
