@@ -42,6 +42,7 @@ typedef struct block_ctx {
     gpuaes_key *gpukey;               /* made on first GPU use */
     unsigned char key[32];            /* kept to make gpukey lazily; wiped on free */
     int key_set;
+    int key_enc;                      /* the direction of the init that gave the key */
     int enc;
     int pad;                          /* ECB/CBC padding, as set through params */
     int tls;                          /* TLS record mode: everything on the fallback */
@@ -59,12 +60,21 @@ typedef struct block_ctx {
     struct ks_state *ks;
 } block_ctx;
 
-/* Can this context ever send work to the GPU? (CBC/CFB encryption is serial.) */
+/*
+ * Can this context send work to the GPU now?  CBC/CFB encryption is serial.
+ * ECB and CBC: only in the direction the key was given for.  The default
+ * provider's AES builds their key schedule for that direction alone, and a
+ * re-init without a key that flips the direction keeps it: its output is then
+ * whatever that schedule gives (it depends on the AES code underneath), which
+ * the GPU cannot reproduce.  CFB and CTR use the encryption schedule both ways.
+ */
 static int gpu_capable(const block_ctx *c)
 {
     switch (c->var->mode) {
-    case MODE_ECB: case MODE_CTR: return 1;
-    case MODE_CBC: case MODE_CFB: return !c->enc;
+    case MODE_ECB: return c->enc == c->key_enc;
+    case MODE_CTR: return 1;
+    case MODE_CBC: return !c->enc && !c->key_enc;
+    case MODE_CFB: return !c->enc;
     default: return 0;
     }
 }
@@ -218,6 +228,36 @@ static void note_params(block_ctx *c, const OSSL_PARAM params[])
     }
 }
 
+/*
+ * A failed init may have done part of its work in the fallback: the default
+ * provider sets the direction and empties its buffer first, then takes the
+ * IV, the key, the parameters.  GPU updates wait for the next successful init
+ * (for one with a key, if this one had a key); the IV and padding are read
+ * back, as a later init without them goes on with the fallback's.
+ */
+static void init_failed(block_ctx *c, int had_key, const unsigned char *iv)
+{
+    unsigned char oiv[BLOCK];
+    unsigned int pad = 1;
+    OSSL_PARAM p[3] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, oiv, BLOCK),
+                        OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, &pad), OSSL_PARAM_END };
+
+    c->held_known = 0;
+    if (had_key)
+        c->key_set = 0;
+    ERR_set_mark();
+    if (c->fb->get_ctx_params(c->fbctx, p)) {
+        c->pad = pad != 0;
+        if (iv != NULL && c->var->mode != MODE_ECB && memcmp(oiv, iv, BLOCK) == 0) {
+            memcpy(c->oiv, iv, BLOCK);    /* it took this IV */
+            c->oiv_set = 1;
+            c->resynced = 0;
+        }
+    }
+    ERR_pop_to_mark();
+    update_gpu_min(c);
+}
+
 static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
                       const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[], int enc)
 {
@@ -238,8 +278,10 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
         if (!synced)
             return 0;
     }
-    if (!init(c->fbctx, key, keylen, iv, ivlen, params))
+    if (!init(c->fbctx, key, keylen, iv, ivlen, params)) {
+        init_failed(c, key != NULL, iv);
         return 0;
+    }
     c->enc = enc;
     c->nheld = 0;
     c->held_known = 1;
@@ -247,6 +289,7 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
     if (key != NULL) {
         memcpy(c->key, key, c->var->keylen);
         c->key_set = 1;
+        c->key_enc = enc;
         gpuaes_key_free(c->gpukey);
         c->gpukey = NULL;
     }
