@@ -200,6 +200,13 @@ static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
     }
 }
 
+/* The default provider has the IV buffered, not yet applied (its first
+ * non-empty AAD or data update applies it): the message has not started. */
+static int iv_buffered(const gcm_ctx *c)
+{
+    return c->msg == MSG_UNDECIDED && c->naad == 0 && c->g.aadlen == 0;
+}
+
 static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
                     const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[], int enc)
 {
@@ -218,8 +225,13 @@ static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
         ERR_pop_to_mark();
     }
 
-    if (!init(c->fbctx, key, keylen, iv, ivlen, params))
+    if (!init(c->fbctx, key, keylen, iv, ivlen, params)) {
+        /* It may have taken the key or IV before failing: an undecided
+         * message is all in the fallback, which now knows best. */
+        if (c->msg == MSG_UNDECIDED)
+            c->msg = MSG_FALLBACK;
         return 0;
+    }
     c->enc = enc;
     if (key != NULL) {
         memcpy(c->key, key, c->var->keylen);
@@ -228,8 +240,12 @@ static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
         gpuaes_key_free(c->g.gpukey);
         c->g.gpukey = NULL;
         /* Re-keyed mid-message: the default provider's context carries on (a
-         * finished message stays finished: no update or final without a new IV). */
-        if (iv == NULL && c->msg != MSG_FALLBACK && !(c->msg == MSG_GPU && c->g.finished))
+         * finished message stays finished: no update or final without a new
+         * IV).  Before the message's first AAD or data the default provider
+         * still holds the IV buffered and starts the message with it under
+         * the new key, as `openssl speed` does (IV, then key): undecided. */
+        if (iv == NULL && c->msg != MSG_FALLBACK && !(c->msg == MSG_GPU && c->g.finished)
+            && !iv_buffered(c))
             c->msg = MSG_FALLBACK;
     }
     if (iv != NULL) {
@@ -618,8 +634,13 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
         /* The first data decides; the cheap length test first. */
         if (inl == 0 || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl)
             || !gpu_possible(c)) {
-            c->msg = inl == 0 ? MSG_UNDECIDED : MSG_FALLBACK;
-            return fb_update_timed(c, out, outl, outsize, in, inl);
+            /* Refused (no key yet, output too small): the message has not
+             * started, the IV stays buffered and a later key may still take it. */
+            if (!fb_update_timed(c, out, outl, outsize, in, inl))
+                return 0;
+            if (inl > 0)
+                c->msg = MSG_FALLBACK;
+            return 1;
         }
         if (!engine_start(c)) {
             ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
