@@ -86,3 +86,14 @@ gpuaes_test(NAME dispatch_fail_emu COMMAND test_dispatch --fail LABELS emu TIMEO
 # Default policy: the GPU starts only after GPUAES_GPU_START_BYTES of work it could have taken.
 gpuaes_test(NAME startup_after_work COMMAND test_startup --start-after-work LABELS gpu TIMEOUT 120
   ENV "GPUAES_GPU_START_BYTES=16M")
+
+# Re-initialisation (key / IV / direction each NULL or not) and GCM init
+# orders, against the default provider; --gpu: the GPU is used exactly where
+# it may be.  Small updates stay on the CPU, large ones cross the threshold;
+# one run at the default threshold (GCM, 3 x 16 MiB).
+gpuaes_test_program(test_reinit test_reinit.c kat_diff_op.c)
+target_link_libraries(test_reinit PRIVATE api_util)
+gpuaes_test(NAME reinit_gpu COMMAND test_reinit --gpu LABELS gpu TIMEOUT 300
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=4096")
+gpuaes_test(NAME reinit_gcm_default_gpu COMMAND test_reinit --gpu --gcm-default LABELS gpu
+  TIMEOUT 300)
