@@ -229,30 +229,47 @@ static void note_params(block_ctx *c, const OSSL_PARAM params[])
 }
 
 /*
+ * The fallback refused parameters part-way: the default provider applies them
+ * in order until one fails.  Padding is read back; a TLS mode asked for is
+ * assumed (that only keeps the GPU away), leaving one is not.
+ */
+static void note_params_failed(block_ctx *c, const OSSL_PARAM params[])
+{
+    unsigned int pad = 1, u;
+    OSSL_PARAM p[2] = { OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, &pad), OSSL_PARAM_END };
+    const OSSL_PARAM *tls = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_TLS_VERSION);
+
+    if (tls != NULL && OSSL_PARAM_get_uint(tls, &u) && u != 0)
+        c->tls = 1;
+    ERR_set_mark();
+    if (c->fb->get_ctx_params(c->fbctx, p))
+        c->pad = pad != 0;
+    ERR_pop_to_mark();
+}
+
+/*
  * A failed init may have done part of its work in the fallback: the default
  * provider sets the direction and empties its buffer first, then takes the
  * IV, the key, the parameters.  GPU updates wait for the next successful init
- * (for one with a key, if this one had a key); the IV and padding are read
- * back, as a later init without them goes on with the fallback's.
+ * (for one with a key, if this one had a key); the IV is read back, as a
+ * later init without one restarts from the fallback's.
  */
-static void init_failed(block_ctx *c, int had_key, const unsigned char *iv)
+static void init_failed(block_ctx *c, int had_key, const unsigned char *iv,
+                        const OSSL_PARAM params[])
 {
     unsigned char oiv[BLOCK];
-    unsigned int pad = 1;
-    OSSL_PARAM p[3] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, oiv, BLOCK),
-                        OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, &pad), OSSL_PARAM_END };
+    OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, oiv, BLOCK), OSSL_PARAM_END };
 
     c->held_known = 0;
     if (had_key)
         c->key_set = 0;
+    note_params_failed(c, params);
     ERR_set_mark();
-    if (c->fb->get_ctx_params(c->fbctx, p)) {
-        c->pad = pad != 0;
-        if (iv != NULL && c->var->mode != MODE_ECB && memcmp(oiv, iv, BLOCK) == 0) {
-            memcpy(c->oiv, iv, BLOCK);    /* it took this IV */
-            c->oiv_set = 1;
-            c->resynced = 0;
-        }
+    if (iv != NULL && c->var->mode != MODE_ECB && c->fb->get_ctx_params(c->fbctx, p)
+        && memcmp(oiv, iv, BLOCK) == 0) {
+        memcpy(c->oiv, iv, BLOCK);        /* it took this IV */
+        c->oiv_set = 1;
+        c->resynced = 0;
     }
     ERR_pop_to_mark();
     update_gpu_min(c);
@@ -279,7 +296,7 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
             return 0;
     }
     if (!init(c->fbctx, key, keylen, iv, ivlen, params)) {
-        init_failed(c, key != NULL, iv);
+        init_failed(c, key != NULL, iv, params);
         return 0;
     }
     c->enc = enc;
@@ -987,8 +1004,11 @@ int block_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         if (!synced)
             return 0;
     }
-    if (!c->fb->set_ctx_params(c->fbctx, params))
+    if (!c->fb->set_ctx_params(c->fbctx, params)) {
+        note_params_failed(c, params);
+        update_gpu_min(c);
         return 0;
+    }
     note_params(c, params);
     update_gpu_min(c);
     return 1;

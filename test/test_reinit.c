@@ -231,6 +231,31 @@ static void block_failed_init(const kd_cipher *kc, int enc0, int with_key, int w
     pair_free(&p);
 }
 
+/* The same parameters through set_params, in the middle of a stream. */
+static void block_failed_params(const kd_cipher *kc, int enc0, const unsigned char *in)
+{
+    unsigned char key[32], iv[16];
+    unsigned int pad = 0;
+    OSSL_PARAM params[3] = { OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, &pad),
+                             OSSL_PARAM_utf8_string(OSSL_CIPHER_PARAM_NUM, "x", 1),
+                             OSSL_PARAM_END };
+    pair p;
+    int r[2];
+
+    snprintf(desc, sizeof(desc), "%s %s, failed set_params", kc->name, enc0 ? "enc" : "dec");
+    test_rand_bytes(key, sizeof(key));
+    test_rand_bytes(iv, sizeof(iv));
+    pair_new(&p, kc->name, MAXLEN);
+    pair_init(&p, 1, key, iv, enc0);
+    pair_update(&p, in, 5000, 0);
+    pair_update(&p, in + 5000, 37, 0);
+    for (int j = 0; j < 2; j++)
+        r[j] = EVP_CIPHER_CTX_set_params(p.x[j], params);
+    same_rc(r[0], r[1], "failing set_params");
+    block_run(&p, in);
+    pair_free(&p);
+}
+
 static void block_all(void)
 {
     unsigned char *in = malloc(MAXLEN);
@@ -248,8 +273,11 @@ static void block_all(void)
                         for (int d = D_SAME; d <= D_KEEP; d++)
                             block_one(kc, pad, enc0, k, v, d, in);
         if (kc->keylen == 16)
-            for (int f = 0; f < 16; f++)
+            for (int f = 0; f < 16; f++) {
                 block_failed_init(kc, f & 1, f >> 1 & 1, f >> 2 & 1, f >> 3, in);
+                if (f < 2)
+                    block_failed_params(kc, f, in);
+            }
     }
     free(in);
 }
