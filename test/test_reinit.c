@@ -11,11 +11,13 @@
  * without a key keeps the default provider's key schedule, which ECB and CBC
  * build for one direction only: while the direction differs from the
  * schedule's, the output is the default provider's, whatever it is, so
- * gpuaes must not offload.
+ * gpuaes must not offload.  Also a re-init and a set_params that the default
+ * provider refuses part-way (padding applied, then a malformed num).
  *
  * GCM: init orders (IV before key as `openssl speed` does, key before IV, IV
  * length set in between, re-key or new IV at each point of a message, data
- * before the key) with 3 updates of D bytes, encryption and decryption.
+ * or AAD before the key, a re-key refused in its parameters) with 3 updates
+ * of D bytes, encryption and decryption.
  *
  * Run with GPUAES_OFFLOAD_MIN_BYTES=4096.  --gpu: a GPU is required and
  * gpu-bytes must grow exactly where the GPU may be used (GCM: by the data
