@@ -631,9 +631,9 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
                 return 0;
             return undecided_aad(c, in, inl);
         }
-        /* The first data decides; the cheap length test first. */
-        if (inl == 0 || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl)
-            || !gpu_possible(c)) {
+        /* The first data decides; the dispatcher is asked last (it counts). */
+        if (inl == 0 || !gpu_possible(c)
+            || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl)) {
             /* Refused (no key yet, output too small): the message has not
              * started, the IV stays buffered and a later key may still take it. */
             if (!fb_update_timed(c, out, outl, outsize, in, inl))
