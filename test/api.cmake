@@ -89,11 +89,15 @@ gpuaes_test(NAME startup_after_work COMMAND test_startup --start-after-work LABE
 
 # Re-initialisation (key / IV / direction each NULL or not) and GCM init
 # orders, against the default provider; --gpu: the GPU is used exactly where
-# it may be.  Small updates stay on the CPU, large ones cross the threshold;
-# one run at the default threshold (GCM, 3 x 16 MiB).
+# it may be.  Small updates stay on the CPU, large ones cross the threshold.
+# GCM with 3 x 16 MiB updates: at GCM's default threshold set explicitly (every
+# such update on the GPU), and at the default settings, where the dispatcher
+# decides (the GPU may take less, never more).
 gpuaes_test_program(test_reinit test_reinit.c kat_diff_op.c)
 target_link_libraries(test_reinit PRIVATE api_util)
 gpuaes_test(NAME reinit_gpu COMMAND test_reinit --gpu LABELS gpu TIMEOUT 300
   ENV "GPUAES_OFFLOAD_MIN_BYTES=4096")
-gpuaes_test(NAME reinit_gcm_default_gpu COMMAND test_reinit --gpu --gcm-default LABELS gpu
-  TIMEOUT 300)
+gpuaes_test(NAME reinit_gcm_8m_gpu COMMAND test_reinit --gpu --gcm-default LABELS gpu
+  TIMEOUT 300 ENV "GPUAES_OFFLOAD_MIN_BYTES=8M")
+gpuaes_test(NAME reinit_gcm_default_gpu COMMAND test_reinit --gpu --gcm-default --dispatched
+  LABELS gpu TIMEOUT 300)
