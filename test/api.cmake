@@ -83,3 +83,10 @@ gpuaes_test(NAME dispatch_slow_emu COMMAND test_dispatch --slow LABELS emu TIMEO
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_EMU_JOB_DELAY_MS=20;GPUAES_KEYSTREAM=0")
 gpuaes_test(NAME dispatch_fail_emu COMMAND test_dispatch --fail LABELS emu TIMEOUT 300
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_FAULT=alloc;GPUAES_KEYSTREAM=0")
+
+# The knobs (provider/settings.c): every syntax, bad values from the
+# environment and from openssl.cnf (refused with an error naming the knob,
+# the default kept, the provider loaded).  The emulated module: its GPU layer
+# shows that disable_gpu reaches it.
+gpuaes_test_program(test_settings test_settings.c)
+gpuaes_test(NAME settings COMMAND test_settings TIMEOUT 120 MODULE_DIR ${CMAKE_BINARY_DIR}/emu)
