@@ -328,6 +328,19 @@ static void add128(unsigned char c[16], size_t n, int wrap32)
     }
 }
 
+/* out = a ^ b over len bytes (a multiple of 16), eight at a time; out may be a. */
+static void emu_xor(unsigned char *out, const unsigned char *a, const unsigned char *b, size_t len)
+{
+    for (size_t i = 0; i < len; i += 8) {
+        uint64_t x, y;
+
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        x ^= y;
+        memcpy(out + i, &x, 8);
+    }
+}
+
 /* One chunk: out = op(in), iv advanced, GCM: x = GHASH state after it.
  * in and out may be the same. */
 static int chunk(gpuaes_job *job, size_t off, size_t len, unsigned char x[16], const emu_htab *T)
@@ -352,8 +365,8 @@ static int chunk(gpuaes_job *job, size_t off, size_t len, unsigned char x[16], c
             add128(job->iv, 1, job->op != GPUAES_CTR128);
         }
         ok = ecb(job->key, 1, tmp, tmp, len);
-        for (size_t i = 0; ok && i < len; i++)
-            out[i] = in[i] ^ tmp[i];
+        if (ok)
+            emu_xor(out, in, tmp, len);
         break;
     case GPUAES_CBC_DECRYPT:
     case GPUAES_CFB128_DECRYPT:
@@ -363,13 +376,13 @@ static int chunk(gpuaes_job *job, size_t off, size_t len, unsigned char x[16], c
         if (job->op == GPUAES_CBC_DECRYPT) {
             unsigned char *p = malloc(len);
             ok = p != NULL && ecb(job->key, 0, p, in, len);
-            for (size_t i = 0; ok && i < len; i++)
-                out[i] = p[i] ^ tmp[i];
+            if (ok)
+                emu_xor(out, p, tmp, len);
             free(p);
         } else {
             ok = ecb(job->key, 1, tmp, tmp, len);
-            for (size_t i = 0; ok && i < len; i++)
-                out[i] = in[i] ^ tmp[i];
+            if (ok)
+                emu_xor(out, in, tmp, len);
         }
         memcpy(job->iv, next, 16);
         break;
