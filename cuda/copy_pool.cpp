@@ -26,6 +26,7 @@
 // never runs a GPU job, and its exit-time stop must not join threads that
 // exist only in the parent.
 #include "copy_pool.h"
+#include "gpu_settings.h"
 
 #include <algorithm>
 #include <atomic>
@@ -267,28 +268,19 @@ void *worker_main(void *arg)
 
 // Threads that copy, the caller included: GPUAES_COPY_THREADS, else
 // min(8, usable cores / 2); at least 1.
-long env_long(const char *name, long def, long lo, long hi)
-{
-    const char *e = std::getenv(name);
-    if (e == nullptr || e[0] == '\0') return def;
-    char *end = nullptr;
-    const long v = std::strtol(e, &end, 0);
-    return *end == '\0' && v >= lo && v <= hi ? v : def; // malformed: the default
-}
-
 int configured_threads()
 {
+    const int set = gpu_settings().copy_threads; // 1..64 (the provider checked), 0: the default
+    if (set > 0) return std::min(set, kMaxThreads);
     unsigned hw = std::thread::hardware_concurrency();
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0) { // taskset / cpuset limits
-        const int c = CPU_COUNT(&set);
+    cpu_set_t set_cpus;
+    CPU_ZERO(&set_cpus);
+    if (sched_getaffinity(0, sizeof set_cpus, &set_cpus) == 0) { // taskset / cpuset limits
+        const int c = CPU_COUNT(&set_cpus);
         if (c > 0 && (hw == 0 || (unsigned)c < hw)) hw = (unsigned)c;
     }
-    int def = std::min(kDefaultMax, (int)(hw / 2));
-    if (def < 1) def = 1;
-    const long v = env_long("GPUAES_COPY_THREADS", def, 0, 1L << 20);
-    return v <= 1 ? 1 : (int)std::min<long>(v, kMaxThreads);
+    const int def = std::min(kDefaultMax, (int)(hw / 2));
+    return def < 1 ? 1 : def;
 }
 
 // g_lock held, g_state == kNone.  Starts up to configured_threads() - 1
@@ -296,8 +288,7 @@ int configured_threads()
 void start_locked()
 {
     const int want = configured_threads() - 1;
-    g_part.store((size_t)env_long("GPUAES_COPY_PART", (long)kDefaultPart, 4096, 64L << 20) & ~size_t(63),
-                 std::memory_order_relaxed);
+    g_part.store(gpu_settings().copy_part & ~size_t(63), std::memory_order_relaxed);
     const unsigned gen = g_gen.load(std::memory_order_relaxed);
     int n = 0;
     if (want > 0) {

@@ -30,6 +30,7 @@
 #include "aes_kernels.cuh"
 #include "copy_pool.h"
 #include "cuda_guest.h"
+#include "gpu_settings.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
 #include "pdl.cuh"
@@ -128,37 +129,17 @@ void stop_init_at_exit()
     if (join) pthread_join(g_init_thread, nullptr);
 }
 
-Fault parse_fault(const char *s)
-{
-    if (s == nullptr) return Fault::none;
-    if (std::strcmp(s, "alloc") == 0) return Fault::alloc;
-    if (std::strcmp(s, "copyin") == 0) return Fault::copyin;
-    if (std::strcmp(s, "launch") == 0) return Fault::launch;
-    if (std::strcmp(s, "copyout") == 0) return Fault::copyout;
-    if (std::strcmp(s, "sync") == 0) return Fault::sync;
-    return Fault::none;
-}
-
 void do_init()
 {
-    const char *dis = std::getenv("GPUAES_DISABLE_GPU");
-    if (dis != nullptr && dis[0] != '\0' && std::strcmp(dis, "0") != 0) {
+    const gpuaes_gpu_settings s = gpu_settings(); // parsed and range-checked by the provider
+    if (s.disable_gpu) {
         std::snprintf(g_desc, sizeof g_desc, "disabled by GPUAES_DISABLE_GPU");
         return;
     }
-    g_fault = parse_fault(std::getenv("GPUAES_FAULT"));
-
-    int dev = 0;
-    const char *ds = std::getenv("GPUAES_DEVICE");
-    if (ds != nullptr && ds[0] != '\0') {
-        char *end = nullptr;
-        const long v = std::strtol(ds, &end, 10);
-        if (*end != '\0' || v < 0 || v > 4096) {
-            std::snprintf(g_desc, sizeof g_desc, "no usable GPU: GPUAES_DEVICE=%.64s is not a device number", ds);
-            return;
-        }
-        dev = (int)v;
-    }
+    static_assert((int)GPUAES_FAULT_SYNC == (int)Fault::sync && (int)GPUAES_FAULT_ALLOC == (int)Fault::alloc,
+                  "gpuaes_fault and Fault disagree");
+    g_fault = static_cast<Fault>(s.fault);
+    const int dev = s.device;
 
     g_cuda_touched.store(true); // from here on a forked child must keep off CUDA
     if (exit_began()) return;

@@ -45,7 +45,7 @@ constexpr int kMaxJobs = 32;     // jobs per launch (the batch is a kernel param
 // works on the CPU), so that when many streams want more than PCIe carries,
 // the wait for a window (and so the keystream a stream skips while it waits)
 // stays short instead of growing with the number of streams.
-constexpr size_t kInflightCap = size_t(32) << 20;
+constexpr size_t kInflightCap = GPUAES_KS_INFLIGHT_MAX; // the provider caps keystream_max_window at it
 constexpr int kThreads = 256;
 constexpr int kLanes = 32;
 constexpr uint32_t kTableWords = 256 * kLanes;

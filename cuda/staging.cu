@@ -47,6 +47,7 @@
 #include "copy_pool.h"
 #include "cuda_guest.h"
 #include "ghash_launch.h"
+#include "gpu_settings.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
 
@@ -62,7 +63,7 @@ constexpr size_t kKeystreamAhead = 2; // CTR keystream chunks on the GPU at once
 // the lane's pinned memory, at +chunk).
 constexpr size_t kGhashBytes = kGhashScratch + 64;
 
-// Staging shape, read once from the environment (tuning; defaults measured).
+// Staging shape, read once from the configured settings (tuning; defaults measured).
 struct StagingConfig {
     size_t chunk = size_t(4) << 20; // GPUAES_STAGING_CHUNK: bytes per chunk buffer, a power of two
     int lanes = 6;                  // GPUAES_STAGING_LANES: chunks in flight per job
@@ -80,29 +81,22 @@ struct StagingConfig {
 StagingConfig g_config;
 pthread_once_t g_config_once = PTHREAD_ONCE_INIT;
 
-long env_long(const char *name, long def, long lo, long hi)
-{
-    const char *e = std::getenv(name);
-    if (e == nullptr || e[0] == '\0') return def;
-    char *end = nullptr;
-    const long v = std::strtol(e, &end, 0);
-    if (*end != '\0' || v < lo || v > hi) return def; // malformed: the default
-    return v;
-}
-
 void read_config()
 {
+    // Range-checked by the provider against the same limits (gpuaes_gpu.h).
+    static_assert(GPUAES_STAGING_CHUNK_MIN == kMinChunk && GPUAES_STAGING_CHUNK_MAX == kMaxChunk
+                  && GPUAES_STAGING_LANES_MAX == kMaxLanes, "gpuaes_gpu.h and staging.cu disagree");
+    const gpuaes_gpu_settings s = gpu_settings();
     StagingConfig c;
-    size_t chunk = (size_t)env_long("GPUAES_STAGING_CHUNK", (long)c.chunk, (long)kMinChunk, (long)kMaxChunk);
     size_t p2 = kMinChunk;
-    while (p2 * 2 <= chunk) p2 *= 2; // round down to a power of two
+    while (p2 * 2 <= s.staging_chunk && p2 < kMaxChunk) p2 *= 2; // round down to a power of two
     c.chunk = p2;
-    c.lanes = (int)env_long("GPUAES_STAGING_LANES", c.lanes, 2, kMaxLanes);
-    c.first = (size_t)env_long("GPUAES_STAGING_FIRST", (long)c.first, 4096, (long)kMaxChunk) & ~size_t(15);
+    c.lanes = s.staging_lanes;
+    c.first = s.staging_first & ~size_t(15);
     if (c.first > c.chunk) c.first = c.chunk;
-    c.stream_out = env_long("GPUAES_COPY_STREAM", c.stream_out ? 1 : 0, 0, 1) != 0;
-    c.trace_job = env_long("GPUAES_STAGING_TRACE", 0, 0, 1L << 30);
-    c.zero_copy = (size_t)env_long("GPUAES_STAGING_ZEROCOPY", (long)c.zero_copy, 0, (long)kMaxChunk);
+    c.stream_out = s.copy_stream != 0;
+    c.trace_job = s.staging_trace;
+    c.zero_copy = s.staging_zerocopy;
     g_config = c;
 }
 

@@ -65,6 +65,61 @@ typedef struct gpuaes_job {
     char error[160];               /* why, when status == GPUAES_FAILED */
 } gpuaes_job;
 
+/* ---- Settings (README, "Knobs") ----
+ *
+ * The provider parses and range-checks every knob (openssl.cnf and the
+ * environment) and hands the GPU layer's share to gpuaes_gpu_configure()
+ * before anything can use the GPU.  The limits below are the one copy both
+ * sides use.  Never configured (a program linking the layer alone), the
+ * layer runs on these defaults.
+ */
+typedef enum gpuaes_fault {        /* GPUAES_FAULT: the GPU stage that fails on purpose (tests) */
+    GPUAES_FAULT_NONE, GPUAES_FAULT_ALLOC, GPUAES_FAULT_COPYIN, GPUAES_FAULT_LAUNCH,
+    GPUAES_FAULT_COPYOUT, GPUAES_FAULT_SYNC
+} gpuaes_fault;
+
+#define GPUAES_DEVICE_MAX           4096
+#define GPUAES_STAGING_CHUNK_DEFAULT ((size_t)4 << 20)
+#define GPUAES_STAGING_CHUNK_MIN    ((size_t)64 << 10)
+#define GPUAES_STAGING_CHUNK_MAX    ((size_t)64 << 20)
+#define GPUAES_STAGING_LANES_DEFAULT 6
+#define GPUAES_STAGING_LANES_MIN    2
+#define GPUAES_STAGING_LANES_MAX    16
+#define GPUAES_STAGING_FIRST_DEFAULT ((size_t)256 << 10)
+#define GPUAES_STAGING_FIRST_MIN    ((size_t)4 << 10)
+#define GPUAES_STAGING_ZEROCOPY_DEFAULT ((size_t)1 << 20)
+#define GPUAES_STAGING_TRACE_MAX    (1L << 30)
+#define GPUAES_COPY_THREADS_MAX     64
+#define GPUAES_COPY_PART_DEFAULT    ((size_t)256 << 10)
+#define GPUAES_COPY_PART_MIN        ((size_t)4 << 10)
+#define GPUAES_COPY_PART_MAX        ((size_t)64 << 20)
+/* Keystream queued or in flight at once, process-wide (cuda/keystream.cu):
+ * a fill beyond it is refused, so no keystream window may be larger. */
+#define GPUAES_KS_INFLIGHT_MAX      ((size_t)32 << 20)
+
+typedef struct gpuaes_gpu_settings {
+    int disable_gpu;               /* never use the GPU */
+    int device;                    /* CUDA device, 0..GPUAES_DEVICE_MAX */
+    gpuaes_fault fault;
+    size_t staging_chunk;          /* largest chunk (rounded down to a power of two) */
+    int staging_lanes;             /* chunks of one job in flight */
+    size_t staging_first;          /* a job's first chunk */
+    size_t staging_zerocopy;       /* chunks up to this long skip H2D/D2H (0: never) */
+    long staging_trace;            /* time the stages of the N-th job (0: off) */
+    int copy_threads;              /* host copy threads, the caller included (0: min(8, cores / 2)) */
+    size_t copy_part;              /* the largest part of a copy one thread takes */
+    int copy_stream;               /* non-temporal stores into the caller's output */
+} gpuaes_gpu_settings;
+
+#define GPUAES_GPU_SETTINGS_DEFAULT                                           \
+    { 0, 0, GPUAES_FAULT_NONE, GPUAES_STAGING_CHUNK_DEFAULT,                  \
+      GPUAES_STAGING_LANES_DEFAULT, GPUAES_STAGING_FIRST_DEFAULT,             \
+      GPUAES_STAGING_ZEROCOPY_DEFAULT, 0, 0, GPUAES_COPY_PART_DEFAULT, 1 }
+
+/* Process-wide; each part of the layer takes the values in force at its
+ * first use (in practice those of the first provider load). */
+void gpuaes_gpu_configure(const gpuaes_gpu_settings *settings);
+
 /*
  * 1 when a usable GPU is ready in this process (never in a child forked
  * after the parent used CUDA), else 0.  Never blocks: the first call starts

@@ -1,25 +1,27 @@
 #define _POSIX_C_SOURCE 200809L  /* flockfile */
 /*
- * debug.c - GPUAES_DEBUG=1 traces to stderr.  Compiled in always; one
- * branch when off.
+ * debug.c - GPUAES_DEBUG=1 (or debug = 1 in openssl.cnf) traces to stderr.
+ * Compiled in always; one atomic load and a branch when off.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <openssl/crypto.h>
 
 #include "gpuaes.h"
 
-static int debug_on = -1;
+/* Set at each load (settings.c), read from any thread. */
+static atomic_int debug_on;
+
+void gpuaes_debug_set(int on)
+{
+    atomic_store_explicit(&debug_on, on != 0, memory_order_relaxed);
+}
 
 int gpuaes_debug_enabled(void)
 {
-    if (debug_on < 0) {               /* racy but idempotent: every thread computes the same */
-        const char *e = getenv("GPUAES_DEBUG");
-
-        debug_on = e != NULL && *e != '\0' && *e != '0';
-    }
-    return debug_on;
+    return atomic_load_explicit(&debug_on, memory_order_relaxed);
 }
 
 void gpuaes_debug(const char *fmt, ...)

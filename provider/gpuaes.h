@@ -75,6 +75,7 @@ typedef struct gpuaes_prov {
     size_t ks_max_window;                  /* largest window (bytes, multiple of 16) */
     size_t ks_total;                       /* pinned memory for keystream, process-wide */
     size_t ks_max_streams;                 /* streams in keystream mode at once, process-wide */
+    gpuaes_gpu_settings gpu;               /* the GPU layer's knobs (gpuaes_gpu_configure) */
 } gpuaes_prov;
 
 /* fallback.c: the default provider, loaded privately; fills each variant's
@@ -82,8 +83,12 @@ typedef struct gpuaes_prov {
 int fallback_load(gpuaes_prov *prov);
 void fallback_unload(gpuaes_prov *prov);
 
-/* settings.c: knobs from openssl.cnf and the environment; fills prov->offload_*. */
+/* settings.c: every knob from openssl.cnf and the environment (README, "Knobs"):
+ * fills prov's offload_*, ks_* and gpu, sets the debug switch; a bad value
+ * leaves an error on the queue and the default in force. */
 void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_params);
+/* "debug=off,offload_min_bytes=...": every knob's value in force, for the provider parameter. */
+const char *settings_describe(const gpuaes_prov *prov);
 /* "ecb-enc=4M,ecb-dec=...": the thresholds in force, for the provider parameter. */
 const char *settings_policy(const gpuaes_prov *prov);
 
@@ -126,7 +131,9 @@ uint64_t ks_bytes_used(void);
 /* A GPU keystream failure: error queue, debug log, gpu-errors (the bytes are done on the CPU). */
 void offload_report_failure(const char *what, const char *error);
 
-/* debug.c: GPUAES_DEBUG=1 logs to stderr; compiled in always, free when off. */
+/* debug.c: GPUAES_DEBUG=1 logs to stderr; compiled in always, free when off.
+ * The switch is process-wide: settings_load sets it, the latest load wins. */
+void gpuaes_debug_set(int on);
 void gpuaes_debug(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))

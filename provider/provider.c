@@ -92,6 +92,7 @@ static const OSSL_PARAM *gpuaes_gettable_params(void *provctx)
         OSSL_PARAM_uint64("gpu-backoffs", NULL),
         OSSL_PARAM_uint64("offload-min-bytes", NULL),
         OSSL_PARAM_utf8_string("offload-policy", NULL, 0),
+        OSSL_PARAM_utf8_string("settings", NULL, 0),
         OSSL_PARAM_int("keystream", NULL),
         OSSL_PARAM_uint64("keystream-made", NULL),
         OSSL_PARAM_uint64("keystream-used", NULL),
@@ -156,6 +157,9 @@ static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
         return 0;
     p = OSSL_PARAM_locate(params, "offload-policy");
     if (p != NULL && !OSSL_PARAM_set_utf8_string(p, settings_policy(prov)))
+        return 0;
+    p = OSSL_PARAM_locate(params, "settings");
+    if (p != NULL && !OSSL_PARAM_set_utf8_string(p, settings_describe(prov)))
         return 0;
     return keystream_get_params(prov, params);
 }
@@ -249,6 +253,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         return 0;
     prov->handle = handle;
     settings_load(prov, core_get_params);
+    gpuaes_gpu_configure(&prov->gpu);       /* before anything can use the GPU */
     ks_xor_init();
     if (!fallback_load(prov)) {
         OPENSSL_free(prov);

@@ -1,12 +1,22 @@
+#define _POSIX_C_SOURCE 200809L  /* strcasecmp */
 /*
- * settings.c - knobs: openssl.cnf provider-section parameters, overridden by
- * environment variables (the variable wins).
+ * settings.c - knobs: one table, one parser.  Every knob has an openssl.cnf
+ * name (provider section) and an environment name (the variable wins).  A
+ * bad value is refused with an error on the OpenSSL error queue naming the
+ * knob (and the debug log); the provider still loads, with the value that
+ * the other source gave or the default.  The GPU layer's knobs reach it
+ * through gpuaes_gpu_configure() (include/gpuaes_gpu.h holds their limits).
  */
-#include <errno.h>
+#include <ctype.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <openssl/err.h>
 #include <openssl/params.h>
+#include <openssl/proverr.h>
 
 #include "gpuaes.h"
 
@@ -33,119 +43,285 @@ static const char *const offload_names[OFFLOAD_KINDS] = {
     "ecb-enc", "ecb-dec", "cbc-dec", "cfb-dec", "ctr", "gcm"
 };
 
-/* Parses a byte count ("1048576", "4M", "64K"); returns 0 if malformed. */
-static int parse_bytes(const char *s, size_t *out)
-{
-    char *end;
-    unsigned long long v;
+typedef enum { KNOB_SIZE, KNOB_BOOL, KNOB_COUNT, KNOB_ENUM } knob_kind;
+/* Where a value goes: a field of the provider context, of the GPU layer's
+ * settings (prov->gpu), or the process-wide debug switch. */
+typedef enum { TO_PROV, TO_GPU, TO_DEBUG } knob_dest;
 
-    if (s == NULL || *s == '\0')
-        return 0;
-    errno = 0;
-    v = strtoull(s, &end, 0);
-    if (errno != 0 || end == s)
-        return 0;
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
+typedef struct knob {
+    const char *cnf, *env;
+    knob_kind kind;
+    uint64_t min, max, def;
+    const char *def_text;          /* the default in words, where its value would mislead */
+    const char *const *names;      /* KNOB_ENUM: value i is spelt names[i] */
+    knob_dest dest;
+    size_t offset, size;           /* the field */
+} knob;
+
+static const char *const fault_names[] = {
+    [GPUAES_FAULT_NONE] = "none", [GPUAES_FAULT_ALLOC] = "alloc", [GPUAES_FAULT_COPYIN] = "copyin",
+    [GPUAES_FAULT_LAUNCH] = "launch", [GPUAES_FAULT_COPYOUT] = "copyout", [GPUAES_FAULT_SYNC] = "sync",
+    NULL
+};
+
+#define K_ 1024ULL
+#define FIELD(type, f) offsetof(type, f), sizeof(((type *)0)->f)
+#define PROV(f) TO_PROV, FIELD(gpuaes_prov, f)
+#define GPU(f) TO_GPU, FIELD(gpuaes_gpu_settings, f)
+#define DEBUG_SWITCH TO_DEBUG, 0, 0
+#define SIZE_KNOB(cnf, env, lo, hi, def, dest) { cnf, env, KNOB_SIZE, lo, hi, def, NULL, NULL, dest }
+#define COUNT_KNOB(cnf, env, lo, hi, def, dest) { cnf, env, KNOB_COUNT, lo, hi, def, NULL, NULL, dest }
+#define BOOL_KNOB(cnf, env, def, dest) { cnf, env, KNOB_BOOL, 0, 1, def, NULL, NULL, dest }
+
+/*
+ * The knobs (README, "Knobs").  Keystream defaults (docs/DESIGN.md,
+ * "Keystream ahead"): a CTR stream gets windows once it has passed 256 KiB;
+ * windows grow from 1 MiB to 4 MiB (a 4 MiB window lands in the last-level
+ * cache as it arrives: the fastest XOR measured), at most the keystream the
+ * GPU layer lets be in flight at once (a larger window's fill would always be
+ * refused); 256 MiB of pinned memory in all; 2 streams at once (one GPU's
+ * D2H, ~55 GB/s, feeds two streams at XOR speed, ~20-25 GB/s each;
+ * bench/NOTES.md, section 10).  The GPU layer's defaults are measured too
+ * (docs/DESIGN.md, "Staging pipeline").  debug comes first, so that what the
+ * others report reaches the debug log.
+ */
+static const knob knobs[] = {
+    BOOL_KNOB("debug", "GPUAES_DEBUG", 0, DEBUG_SWITCH),
+    { "offload_min_bytes", "GPUAES_OFFLOAD_MIN_BYTES", KNOB_SIZE, 0, SIZE_MAX - 1, SIZE_MAX,
+      "the per-operation thresholds", NULL, PROV(offload_min_bytes) },
+    /* 2 GiB: a quarter of a second of one AES-NI core, about the GPU start-up's
+     * own length: a process that ends sooner would only wait for it (DESIGN). */
+    SIZE_KNOB("gpu_start_bytes", "GPUAES_GPU_START_BYTES", 0, SIZE_MAX, 2 * K_ * K_ * K_,
+              PROV(gpu_start_bytes)),
+    BOOL_KNOB("keystream", "GPUAES_KEYSTREAM", 1, PROV(ks_enabled)),
+    SIZE_KNOB("keystream_ramp_bytes", "GPUAES_KEYSTREAM_RAMP_BYTES", 0, SIZE_MAX, 256 * K_,
+              PROV(ks_ramp)),
+    SIZE_KNOB("keystream_max_window", "GPUAES_KEYSTREAM_MAX_WINDOW", 16, GPUAES_KS_INFLIGHT_MAX,
+              4 * K_ * K_, PROV(ks_max_window)),
+    SIZE_KNOB("keystream_total_bytes", "GPUAES_KEYSTREAM_TOTAL_BYTES", 0, SIZE_MAX, 256 * K_ * K_,
+              PROV(ks_total)),
+    COUNT_KNOB("keystream_max_streams", "GPUAES_KEYSTREAM_MAX_STREAMS", 0, 65536, 2,
+               PROV(ks_max_streams)),
+    BOOL_KNOB("disable_gpu", "GPUAES_DISABLE_GPU", 0, GPU(disable_gpu)),
+    COUNT_KNOB("device", "GPUAES_DEVICE", 0, GPUAES_DEVICE_MAX, 0, GPU(device)),
+    { "fault", "GPUAES_FAULT", KNOB_ENUM, GPUAES_FAULT_NONE, GPUAES_FAULT_SYNC, GPUAES_FAULT_NONE,
+      NULL, fault_names, GPU(fault) },
+    SIZE_KNOB("staging_chunk", "GPUAES_STAGING_CHUNK", GPUAES_STAGING_CHUNK_MIN,
+              GPUAES_STAGING_CHUNK_MAX, GPUAES_STAGING_CHUNK_DEFAULT, GPU(staging_chunk)),
+    COUNT_KNOB("staging_lanes", "GPUAES_STAGING_LANES", GPUAES_STAGING_LANES_MIN,
+               GPUAES_STAGING_LANES_MAX, GPUAES_STAGING_LANES_DEFAULT, GPU(staging_lanes)),
+    SIZE_KNOB("staging_first", "GPUAES_STAGING_FIRST", GPUAES_STAGING_FIRST_MIN,
+              GPUAES_STAGING_CHUNK_MAX, GPUAES_STAGING_FIRST_DEFAULT, GPU(staging_first)),
+    SIZE_KNOB("staging_zerocopy", "GPUAES_STAGING_ZEROCOPY", 0, GPUAES_STAGING_CHUNK_MAX,
+              GPUAES_STAGING_ZEROCOPY_DEFAULT, GPU(staging_zerocopy)),
+    COUNT_KNOB("staging_trace", "GPUAES_STAGING_TRACE", 0, GPUAES_STAGING_TRACE_MAX, 0,
+               GPU(staging_trace)),
+    { "copy_threads", "GPUAES_COPY_THREADS", KNOB_COUNT, 1, GPUAES_COPY_THREADS_MAX, 0,
+      "half the usable cores (at most 8)", NULL, GPU(copy_threads) },
+    SIZE_KNOB("copy_part", "GPUAES_COPY_PART", GPUAES_COPY_PART_MIN, GPUAES_COPY_PART_MAX,
+              GPUAES_COPY_PART_DEFAULT, GPU(copy_part)),
+    BOOL_KNOB("copy_stream", "GPUAES_COPY_STREAM", 1, GPU(copy_stream)),
+};
+
+/*
+ * A number: decimal, or hexadecimal after 0x; with `suffix`, K, M or G
+ * (binary) may follow.  No sign, no spaces, nothing after it.
+ */
+static int parse_number(const char *s, int suffix, uint64_t *out, const char **why)
+{
+    int hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+    const char *p = hex ? s + 2 : s;
+    uint64_t v = 0;
+    int digits = 0, shift = 0;
+
+    for (; *p != '\0'; p++, digits++) {
+        unsigned d;
+
+        if (isdigit((unsigned char)*p))
+            d = (unsigned)(*p - '0');
+        else if (hex && isxdigit((unsigned char)*p))
+            d = (unsigned)(tolower((unsigned char)*p) - 'a' + 10);
+        else
+            break;
+        if (v > (UINT64_MAX - d) / (hex ? 16 : 10)) {
+            *why = "too large";
+            return 0;
+        }
+        v = v * (hex ? 16 : 10) + d;
     }
-    if (*end != '\0')
+    if (digits == 0) {
+        *why = "not a number";
         return 0;
-    *out = (size_t)v;
+    }
+    if (suffix && *p != '\0' && p[1] == '\0') {
+        switch (*p) {
+        case 'k': case 'K': shift = 10; p++; break;
+        case 'm': case 'M': shift = 20; p++; break;
+        case 'g': case 'G': shift = 30; p++; break;
+        default: break;
+        }
+    }
+    if (*p != '\0') {
+        *why = suffix ? "not a number with an optional K, M or G" : "not a number";
+        return 0;
+    }
+    if (shift != 0 && v > (UINT64_MAX >> shift)) {
+        *why = "too large";
+        return 0;
+    }
+    *out = v << shift;
     return 1;
 }
 
-/* ---- Keystream ahead knobs ---- */
+static void format_bytes(char *buf, size_t len, size_t v);
 
-/* One byte-count knob: openssl.cnf `cnf`, then environment `env` (wins). */
-static size_t knob_bytes(const gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_params,
-                         const char *cnf_name, const char *env_name, size_t def)
+/* The value v of knob k in words ("4M", "on", "sync"). */
+static void format_value(char *buf, size_t len, const knob *k, uint64_t v)
 {
-    char *cnf = NULL;
-    const char *env = getenv(env_name);
-    OSSL_PARAM p[2] = { OSSL_PARAM_utf8_ptr(cnf_name, &cnf, 0), OSSL_PARAM_END };
-    size_t v = def, x;
+    if (v == k->def && k->def_text != NULL)
+        snprintf(buf, len, "%s", k->def_text);
+    else if (k->kind == KNOB_SIZE)
+        format_bytes(buf, len, (size_t)v);
+    else if (k->kind == KNOB_BOOL)
+        snprintf(buf, len, "%s", v ? "on" : "off");
+    else if (k->kind == KNOB_ENUM)
+        snprintf(buf, len, "%s", k->names[v]);
+    else
+        snprintf(buf, len, "%llu", (unsigned long long)v);
+}
 
-    if (core_get_params != NULL && core_get_params(prov->handle, p) && cnf != NULL) {
-        if (parse_bytes(cnf, &x))
-            v = x;
-        else
-            gpuaes_debug("ignoring malformed %s = %s", cnf_name, cnf);
+/* Parses s as a value of k; 0 with why (a static string or written into buf) if it is none. */
+static int knob_parse(const knob *k, const char *s, uint64_t *v, const char **why,
+                      char *buf, size_t len)
+{
+    static const char *const bools[] = { "0", "off", "no", "false", "1", "on", "yes", "true" };
+
+    switch (k->kind) {
+    case KNOB_BOOL:
+        for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++)
+            if (strcasecmp(s, bools[i]) == 0) {
+                *v = i >= 4;
+                return 1;
+            }
+        *why = "not one of 0/1, off/on, no/yes, false/true";
+        return 0;
+    case KNOB_ENUM:
+        for (uint64_t i = k->min; i <= k->max; i++)
+            if (strcasecmp(s, k->names[i]) == 0) {
+                *v = i;
+                return 1;
+            }
+        *why = "not a known name";
+        return 0;
+    case KNOB_SIZE:
+    case KNOB_COUNT:
+        if (!parse_number(s, k->kind == KNOB_SIZE, v, why))
+            return 0;
+        if (*v < k->min || *v > k->max) {
+            char lo[32], hi[32];
+
+            format_value(lo, sizeof(lo), k, k->min);
+            format_value(hi, sizeof(hi), k, k->max);
+            snprintf(buf, len, "outside %s..%s", lo, hi);
+            *why = buf;
+            return 0;
+        }
+        return 1;
     }
-    if (env != NULL) {
-        if (parse_bytes(env, &x))
-            v = x;
-        else
-            gpuaes_debug("ignoring malformed %s=%s", env_name, env);
+    return 0;
+}
+
+static void knob_store(gpuaes_prov *prov, const knob *k, uint64_t v)
+{
+    unsigned char *base = k->dest == TO_GPU ? (unsigned char *)&prov->gpu : (unsigned char *)prov;
+    uint32_t v32 = (uint32_t)v;
+
+    if (k->dest == TO_DEBUG)
+        gpuaes_debug_set((int)v);
+    else if (k->size == sizeof(v32))       /* int, enum: every value fits (ranges above) */
+        memcpy(base + k->offset, &v32, sizeof(v32));
+    else                                   /* size_t, long */
+        memcpy(base + k->offset, &v, sizeof(v));
+}
+
+static uint64_t knob_load(const gpuaes_prov *prov, const knob *k)
+{
+    const unsigned char *base = k->dest == TO_GPU ? (const unsigned char *)&prov->gpu
+                                                  : (const unsigned char *)prov;
+    uint32_t v32;
+    uint64_t v;
+
+    if (k->dest == TO_DEBUG)
+        return (uint64_t)gpuaes_debug_enabled();
+    if (k->size == sizeof(v32)) {
+        memcpy(&v32, base + k->offset, sizeof(v32));
+        return v32;
     }
+    memcpy(&v, base + k->offset, sizeof(v));
     return v;
 }
 
-/*
- * Defaults (docs/DESIGN.md, "Keystream ahead"): a CTR stream gets keystream
- * windows once it has passed 256 KiB; windows grow from 1 MiB to 4 MiB (4 MiB
- * windows land in the last-level cache as they arrive: the fastest XOR
- * measured); 256 MiB of pinned memory in all (16 streams x 3 windows x 4 MiB
- * fit with room to spare).
- */
-static void settings_load_keystream(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_params)
+static void report_bad(const knob *k, const char *name, const char *value, const char *why,
+                       uint64_t used)
 {
-    prov->ks_enabled = knob_bytes(prov, core_get_params, "keystream", "GPUAES_KEYSTREAM", 1) != 0;
-    prov->ks_ramp = knob_bytes(prov, core_get_params, "keystream_ramp_bytes",
-                               "GPUAES_KEYSTREAM_RAMP_BYTES", (size_t)256 << 10);
-    prov->ks_max_window = knob_bytes(prov, core_get_params, "keystream_max_window",
-                                     "GPUAES_KEYSTREAM_MAX_WINDOW", (size_t)4 << 20) & ~(size_t)15;
-    prov->ks_total = knob_bytes(prov, core_get_params, "keystream_total_bytes",
-                                "GPUAES_KEYSTREAM_TOTAL_BYTES", (size_t)256 << 20);
-    /* One GPU's D2H (~55 GB/s) feeds two streams at XOR speed (~20-25 GB/s
-     * each); more streams in keystream mode share the same keystream and
-     * waste more of it, while the rest do as well on their own cores
-     * (bench/NOTES.md, section 10: 2 beat 1 at 2, 4 and 8 threads). */
-    prov->ks_max_streams = knob_bytes(prov, core_get_params, "keystream_max_streams",
-                                      "GPUAES_KEYSTREAM_MAX_STREAMS", 2);
-    if (prov->ks_max_streams == 0)
-        prov->ks_enabled = 0;
-    if (prov->ks_max_window < 16 || prov->ks_total < prov->ks_max_window)
-        prov->ks_enabled = 0;
-    if (prov->ks_max_window > ((size_t)1 << 30))
-        prov->ks_max_window = (size_t)1 << 30;
-    gpuaes_ks_set_limit(prov->ks_total);
+    char u[64];
+
+    format_value(u, sizeof(u), k, used);
+    ERR_raise_data(ERR_LIB_PROV, PROV_R_INVALID_CONFIG_DATA,
+                   "gpuaes: bad value for %s: '%.64s' (%s); using %s", name, value, why, u);
+    gpuaes_debug("bad value for %s: '%.64s' (%s); using %s", name, value, why, u);
+}
+
+/* One knob: openssl.cnf, then the environment (wins); empty means not given. */
+static void knob_load_one(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_params,
+                          const knob *k)
+{
+    char *cnf = NULL, bc[96], be[96];
+    const char *env = getenv(k->env), *why_c = NULL, *why_e = NULL;
+    OSSL_PARAM p[2] = { OSSL_PARAM_utf8_ptr(k->cnf, &cnf, 0), OSSL_PARAM_END };
+    uint64_t vc = 0, ve = 0, v = k->def;
+    int cnf_ok = 0, env_ok = 0;
+
+    if (core_get_params == NULL || !core_get_params(prov->handle, p) || cnf == NULL || *cnf == '\0')
+        cnf = NULL;
+    if (env != NULL && *env == '\0')
+        env = NULL;
+    if (cnf != NULL && (cnf_ok = knob_parse(k, cnf, &vc, &why_c, bc, sizeof(bc))))
+        v = vc;
+    if (env != NULL && (env_ok = knob_parse(k, env, &ve, &why_e, be, sizeof(be))))
+        v = ve;
+    knob_store(prov, k, v);
+    if (cnf != NULL && !cnf_ok)
+        report_bad(k, k->cnf, cnf, why_c, v);
+    if (env != NULL && !env_ok)
+        report_bad(k, k->env, env, why_e, v);
 }
 
 void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_params)
 {
-    const char *env = getenv("GPUAES_OFFLOAD_MIN_BYTES");
-    char *cnf = NULL;
-    OSSL_PARAM p[2] = { OSSL_PARAM_utf8_ptr("offload_min_bytes", &cnf, 0), OSSL_PARAM_END };
-    size_t v;
+    for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
+        knob_load_one(prov, core_get_params, &knobs[i]);
 
-    prov->offload_min_set = 0;
-    if (core_get_params != NULL && core_get_params(prov->handle, p) && cnf != NULL) {
-        if (parse_bytes(cnf, &v)) {
-            prov->offload_min_bytes = v;
-            prov->offload_min_set = 1;
-        } else {
-            gpuaes_debug("ignoring malformed offload_min_bytes = %s", cnf);
-        }
-    }
-    if (env != NULL) {
-        if (parse_bytes(env, &v)) {
-            prov->offload_min_bytes = v;
-            prov->offload_min_set = 1;
-        } else {
-            gpuaes_debug("ignoring malformed GPUAES_OFFLOAD_MIN_BYTES=%s", env);
-        }
-    }
+    prov->offload_min_set = prov->offload_min_bytes != SIZE_MAX;
     for (int k = 0; k < OFFLOAD_KINDS; k++)
         prov->offload_min[k] = prov->offload_min_set ? prov->offload_min_bytes : offload_defaults[k];
-    /* 2 GiB: a quarter of a second of one AES-NI core, about the start-up's
-     * own length (../shared/GPU_FACTS.md): a process that ends sooner would
-     * only wait for it. */
-    prov->gpu_start_bytes = knob_bytes(prov, core_get_params, "gpu_start_bytes",
-                                       "GPUAES_GPU_START_BYTES", (size_t)2 << 30);
-    settings_load_keystream(prov, core_get_params);
+
+    prov->ks_max_window &= ~(size_t)15;    /* whole blocks; at least 16 (range above) */
+    if (prov->ks_max_streams == 0)
+        prov->ks_enabled = 0;
+    if (prov->ks_enabled && prov->ks_total < prov->ks_max_window) {
+        char t[32], w[32];
+
+        format_bytes(t, sizeof(t), prov->ks_total);
+        format_bytes(w, sizeof(w), prov->ks_max_window);
+        ERR_raise_data(ERR_LIB_PROV, PROV_R_INVALID_CONFIG_DATA,
+                       "gpuaes: keystream_total_bytes (%s) is less than one keystream_max_window (%s); "
+                       "keystream ahead off", t, w);
+        gpuaes_debug("keystream_total_bytes (%s) is less than one keystream_max_window (%s); "
+                     "keystream ahead off", t, w);
+        prov->ks_enabled = 0;
+    }
+    gpuaes_ks_set_limit(prov->ks_total);
 }
 
 static void format_bytes(char *buf, size_t len, size_t v)
@@ -172,6 +348,21 @@ const char *settings_policy(const gpuaes_prov *prov)
         format_bytes(v, sizeof(v), prov->offload_min[k]);
         n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s=%s", k ? "," : "",
                               offload_names[k], v);
+    }
+    return buf;
+}
+
+const char *settings_describe(const gpuaes_prov *prov)
+{
+    static _Thread_local char buf[768];
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]) && n < sizeof(buf); i++) {
+        char v[64];
+
+        format_value(v, sizeof(v), &knobs[i], knob_load(prov, &knobs[i]));
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s=%s", i ? "," : "", knobs[i].cnf, v);
     }
     return buf;
 }

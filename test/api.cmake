@@ -38,11 +38,19 @@ gpuaes_test(NAME tls COMMAND test_tls TIMEOUT 300)
 gpuaes_test(NAME tls_gpu COMMAND test_tls --gpu LABELS gpu TIMEOUT 300
   ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
 
-# The CLI test: the openssl on PATH, this build's module.
+# The CLI test: the openssl on PATH, this build's module.  With AddressSanitizer
+# the (uninstrumented) openssl gets the ASan runtime preloaded, so that the
+# module's instrumented code runs and its leaks are checked there too.
 gpuaes_test_program(gpu_probe gpu_probe.c)
-gpuaes_test(NAME cli TIMEOUT 300
+set(_cli_env "")
+if(GPUAES_SANITIZE MATCHES "address")
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
+    OUTPUT_VARIABLE _libasan OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set(_cli_env "GPUAES_TEST_PRELOAD=${_libasan}")
+endif()
+gpuaes_test(NAME cli TIMEOUT 300 ENV "${_cli_env}"
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh ${PROJECT_SOURCE_DIR} $<TARGET_FILE:gpu_probe>)
-gpuaes_test(NAME cli_gpu LABELS gpu TIMEOUT 300 ENV "GPUAES_OFFLOAD_MIN_BYTES=0"
+gpuaes_test(NAME cli_gpu LABELS gpu TIMEOUT 300 ENV "GPUAES_OFFLOAD_MIN_BYTES=0;${_cli_env}"
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh ${PROJECT_SOURCE_DIR} $<TARGET_FILE:gpu_probe> --gpu)
 
 # GCM with GHASH split between GPU pieces and OpenSSL segments: small and large
@@ -101,3 +109,10 @@ gpuaes_test(NAME reinit_gcm_8m_gpu COMMAND test_reinit --gpu --gcm-default LABEL
   TIMEOUT 300 ENV "GPUAES_OFFLOAD_MIN_BYTES=8M")
 gpuaes_test(NAME reinit_gcm_default_gpu COMMAND test_reinit --gpu --gcm-default --dispatched
   LABELS gpu TIMEOUT 300)
+
+# The knobs (provider/settings.c): every syntax, bad values from the
+# environment and from openssl.cnf (refused with an error naming the knob,
+# the default kept, the provider loaded).  The emulated module: its GPU layer
+# shows that disable_gpu reaches it.
+gpuaes_test_program(test_settings test_settings.c)
+gpuaes_test(NAME settings COMMAND test_settings TIMEOUT 120 MODULE_DIR ${CMAKE_BINARY_DIR}/emu)

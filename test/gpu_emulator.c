@@ -6,7 +6,8 @@
  * re-synchronising the fallback, finishing a partial GPU job on the CPU) is
  * where the subtle bugs live.  With the emulator, the GPU-labelled tests run
  * everywhere.  It copies the real layer's contract: chunked work, `done` is a
- * prefix, job->iv is the state at in + done, GPUAES_FAULT=<stage> fails.
+ * prefix, job->iv is the state at in + done, a configured fault (GPUAES_FAULT)
+ * fails.
  * GCM ops: CTR32 plus a GHASH of the done prefix's ciphertext of its own,
  * independent of the provider's gcm_math.c: byte tables (fast enough for the
  * 1 GiB tests; an emulator need not be constant time) built with a bitwise
@@ -17,6 +18,7 @@
 #define _POSIX_C_SOURCE 200809L  /* nanosleep */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
@@ -53,6 +55,21 @@ void gpuaes_key_free(gpuaes_key *key)
 }
 
 /*
+ * Settings: what the provider configured (GPUAES_DISABLE_GPU, GPUAES_FAULT),
+ * read from any thread; never configured (test_ks_api_emu), the defaults.
+ */
+static atomic_int emu_disabled;
+static atomic_int emu_fault = GPUAES_FAULT_NONE;
+
+void gpuaes_gpu_configure(const gpuaes_gpu_settings *s)
+{
+    if (s == NULL)
+        return;
+    atomic_store(&emu_disabled, s->disable_gpu != 0);
+    atomic_store(&emu_fault, (int)s->fault);
+}
+
+/*
  * Start-up, as the real layer (cuda/device.cu): the first gpuaes_gpu_available()
  * starts it on a thread of its own and answers 0 until it is over.
  * GPUAES_EMU_INIT_MS=N makes it take N milliseconds (tests of the CPU path
@@ -69,9 +86,7 @@ static int emu_joinable;
 
 static void emu_finish(void)
 {
-    const char *d = getenv("GPUAES_DISABLE_GPU");
-
-    emu_usable = !(d != NULL && *d != '\0' && *d != '0');
+    emu_usable = !atomic_load(&emu_disabled);
     pthread_mutex_lock(&emu_lock);
     atomic_store(&emu_state, EMU_READY);
     pthread_cond_broadcast(&emu_cv);
@@ -186,6 +201,7 @@ void gpuaes_gpu_release(void) {}
 
 /* The emulator's own library context: made on first use, freed at shutdown. */
 static OSSL_LIB_CTX *emu_libctx;
+static OSSL_PROVIDER *emu_default;     /* our reference to its default provider */
 static pthread_mutex_t emu_libctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static OSSL_LIB_CTX *emu_get_libctx(void)
@@ -194,7 +210,7 @@ static OSSL_LIB_CTX *emu_get_libctx(void)
 
     pthread_mutex_lock(&emu_libctx_lock);
     if (emu_libctx == NULL && (emu_libctx = OSSL_LIB_CTX_new()) != NULL
-        && OSSL_PROVIDER_load(emu_libctx, "default") == NULL) {
+        && (emu_default = OSSL_PROVIDER_load(emu_libctx, "default")) == NULL) {
         OSSL_LIB_CTX_free(emu_libctx);
         emu_libctx = NULL;
     }
@@ -215,6 +231,8 @@ void gpuaes_gpu_shutdown(void)
         pthread_join(emu_thread, NULL);
     atomic_store(&emu_state, EMU_NONE);
     pthread_mutex_lock(&emu_libctx_lock);
+    OSSL_PROVIDER_unload(emu_default);  /* else it outlives the context (LSan) */
+    emu_default = NULL;
     OSSL_LIB_CTX_free(emu_libctx);
     emu_libctx = NULL;
     pthread_mutex_unlock(&emu_libctx_lock);
@@ -285,13 +303,15 @@ static void emu_htab_init(emu_htab *T, const unsigned char h[16])
 static void emu_ghash(unsigned char x[16], const emu_htab *T, const unsigned char *p, size_t len)
 {
     for (size_t i = 0; i < len; i += 16) {
-        unsigned char z[16] = { 0 };
+        uint64_t z[2] = { 0, 0 }, t[2];
 
         for (int j = 0; j < 16; j++)
             x[j] ^= p[i + j];
-        for (int j = 0; j < 16; j++)
-            for (int k = 0; k < 16; k++)
-                z[k] ^= T->t[j][x[j]][k];
+        for (int j = 0; j < 16; j++) {          /* a row at a time, not a byte */
+            memcpy(t, T->t[j][x[j]], 16);
+            z[0] ^= t[0];
+            z[1] ^= t[1];
+        }
         memcpy(x, z, 16);
     }
 }
@@ -305,6 +325,19 @@ static void add128(unsigned char c[16], size_t n, int wrap32)
         carry += c[i];
         c[i] = (unsigned char)carry;
         carry >>= 8;
+    }
+}
+
+/* out = a ^ b over len bytes (a multiple of 16), eight at a time; out may be a. */
+static void emu_xor(unsigned char *out, const unsigned char *a, const unsigned char *b, size_t len)
+{
+    for (size_t i = 0; i < len; i += 8) {
+        uint64_t x, y;
+
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        x ^= y;
+        memcpy(out + i, &x, 8);
     }
 }
 
@@ -332,8 +365,8 @@ static int chunk(gpuaes_job *job, size_t off, size_t len, unsigned char x[16], c
             add128(job->iv, 1, job->op != GPUAES_CTR128);
         }
         ok = ecb(job->key, 1, tmp, tmp, len);
-        for (size_t i = 0; ok && i < len; i++)
-            out[i] = in[i] ^ tmp[i];
+        if (ok)
+            emu_xor(out, in, tmp, len);
         break;
     case GPUAES_CBC_DECRYPT:
     case GPUAES_CFB128_DECRYPT:
@@ -343,13 +376,13 @@ static int chunk(gpuaes_job *job, size_t off, size_t len, unsigned char x[16], c
         if (job->op == GPUAES_CBC_DECRYPT) {
             unsigned char *p = malloc(len);
             ok = p != NULL && ecb(job->key, 0, p, in, len);
-            for (size_t i = 0; ok && i < len; i++)
-                out[i] = p[i] ^ tmp[i];
+            if (ok)
+                emu_xor(out, p, tmp, len);
             free(p);
         } else {
             ok = ecb(job->key, 1, tmp, tmp, len);
-            for (size_t i = 0; ok && i < len; i++)
-                out[i] = in[i] ^ tmp[i];
+            if (ok)
+                emu_xor(out, in, tmp, len);
         }
         memcpy(job->iv, next, 16);
         break;
@@ -362,11 +395,11 @@ static int chunk(gpuaes_job *job, size_t off, size_t len, unsigned char x[16], c
 
 void gpuaes_gpu_run(gpuaes_job *job)
 {
-    const char *fault = getenv("GPUAES_FAULT");
+    int fault = atomic_load(&emu_fault);
     size_t nchunks = (job->len + EMU_CHUNK - 1) / EMU_CHUNK;
     /* A fault strikes the second chunk of a long job, else the first. */
-    size_t fail_at = fault == NULL || *fault == '\0' ? (size_t)-1
-        : strcmp(fault, "alloc") == 0 || nchunks < 3 ? 0 : 1;
+    size_t fail_at = fault == GPUAES_FAULT_NONE ? (size_t)-1
+        : fault == GPUAES_FAULT_ALLOC || nchunks < 3 ? 0 : 1;
 
     unsigned char x[16] = { 0 }, xc[16];     /* GCM: GHASH of the done prefix */
     int gcm = job->op == GPUAES_GCM_ENCRYPT || job->op == GPUAES_GCM_DECRYPT;
@@ -420,8 +453,8 @@ void gpuaes_gpu_run(gpuaes_job *job)
  * Windows are plain heap buffers; a fill computes the keystream at once, but
  * the window reports ready only on the second poll, so the provider's
  * "keystream not ready yet: CPU path" branch runs in every test.  The
- * process-wide limit is honoured (tests set it small).  GPUAES_FAULT=<any>
- * makes every fill fail when polled. */
+ * process-wide limit is honoured (tests set it small).  Any configured fault
+ * (GPUAES_FAULT) makes every fill fail when polled. */
 #include <stdatomic.h>
 
 struct gpuaes_ks_window {
@@ -492,13 +525,12 @@ gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key,
 
 int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
 {
-    const char *fault = getenv("GPUAES_FAULT");
 
     if (w == NULL || !w->pending)
         return -1;
     if (++w->polls < 2)
         return 0;
-    if (fault != NULL && *fault != '\0') {
+    if (atomic_load(&emu_fault) != GPUAES_FAULT_NONE) {
         if (error != NULL)
             strcpy(error, "emulated fault injected by GPUAES_FAULT");
         return -1;

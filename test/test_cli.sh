@@ -15,6 +15,11 @@ PROBE=$2
 GPU=${3:-}
 DIR=${GPUAES_MODULE_DIR:?GPUAES_MODULE_DIR is not set}
 OPENSSL=$(command -v openssl) || { echo "no openssl on PATH"; exit 1; }
+# A sanitized build's module needs the sanitizer's runtime loaded first; the
+# openssl binary is not instrumented, so preload it there (and only there).
+if [ -n "${GPUAES_TEST_PRELOAD:-}" ]; then
+    OPENSSL=(env "LD_PRELOAD=$GPUAES_TEST_PRELOAD" "${OPENSSL[@]}")
+fi
 failures=0
 
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -44,21 +49,21 @@ K256=603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4
 enc_check() {
     local c=$1 k=$2 iv=() tag=$1
     [ "$3" != "-" ] && iv=(-iv "$3")
-    "$OPENSSL" enc "-$c" -K "$k" "${iv[@]}" -in "$T/plain" -out "$T/ref.$tag" \
+    "${OPENSSL[@]}" enc "-$c" -K "$k" "${iv[@]}" -in "$T/plain" -out "$T/ref.$tag" \
         || { fail "$c: openssl enc with the default provider"; return; }
     # gpuaes alone: the app loads no default provider
-    "$OPENSSL" enc "${G[@]}" "-$c" -K "$k" "${iv[@]}" -in "$T/plain" -out "$T/g1.$tag" 2> "$T/err" \
+    "${OPENSSL[@]}" enc "${G[@]}" "-$c" -K "$k" "${iv[@]}" -in "$T/plain" -out "$T/g1.$tag" 2> "$T/err" \
         || { fail "$c: enc with gpuaes alone"; cat "$T/err"; return; }
     [ -s "$T/err" ] && { fail "$c: enc with gpuaes alone wrote to stderr:"; cat "$T/err"; }
     cmp -s "$T/ref.$tag" "$T/g1.$tag" || fail "$c: gpuaes alone differs from default"
     # gpuaes and default, no preference; then gpuaes required
-    "$OPENSSL" enc "${G[@]}" -provider default "-$c" -K "$k" "${iv[@]}" -in "$T/plain" -out "$T/g2.$tag" \
+    "${OPENSSL[@]}" enc "${G[@]}" -provider default "-$c" -K "$k" "${iv[@]}" -in "$T/plain" -out "$T/g2.$tag" \
         && cmp -s "$T/ref.$tag" "$T/g2.$tag" || fail "$c: -provider gpuaes -provider default differs"
-    "$OPENSSL" enc "${G[@]}" -provider default -propquery provider=gpuaes "-$c" -K "$k" "${iv[@]}" \
+    "${OPENSSL[@]}" enc "${G[@]}" -provider default -propquery provider=gpuaes "-$c" -K "$k" "${iv[@]}" \
         -in "$T/plain" -out "$T/g3.$tag" \
         && cmp -s "$T/ref.$tag" "$T/g3.$tag" || fail "$c: -propquery provider=gpuaes differs"
     # and back, gpuaes alone
-    "$OPENSSL" enc -d "${G[@]}" "-$c" -K "$k" "${iv[@]}" -in "$T/ref.$tag" -out "$T/back.$tag" \
+    "${OPENSSL[@]}" enc -d "${G[@]}" "-$c" -K "$k" "${iv[@]}" -in "$T/ref.$tag" -out "$T/back.$tag" \
         && cmp -s "$T/plain" "$T/back.$tag" || fail "$c: decryption with gpuaes alone"
     echo "ok  enc $c"
 }
@@ -69,12 +74,12 @@ enc_check aes-192-cfb "$K192" "$IV"
 enc_check aes-256-ecb "$K256" -
 
 # Nothing but gpuaes is loaded: a cipher it lacks is not found.
-if "$OPENSSL" enc "${G[@]}" -aes-128-ofb -K "$K128" -iv "$IV" -in "$T/plain" -out "$T/ofb" 2> /dev/null; then
+if "${OPENSSL[@]}" enc "${G[@]}" -aes-128-ofb -K "$K128" -iv "$IV" -in "$T/plain" -out "$T/ofb" 2> /dev/null; then
     fail "aes-128-ofb worked with gpuaes alone: was the default provider loaded?"
 fi
 
 # GPUAES_DEBUG=1 logs to stderr; without it the provider is silent (checked above).
-GPUAES_DEBUG=1 "$OPENSSL" enc "${G[@]}" -aes-128-ctr -K "$K128" -iv "$IV" -in "$T/plain" \
+GPUAES_DEBUG=1 "${OPENSSL[@]}" enc "${G[@]}" -aes-128-ctr -K "$K128" -iv "$IV" -in "$T/plain" \
     -out "$T/dbg" 2> "$T/dbglog" || fail "enc with GPUAES_DEBUG=1"
 [ -s "$T/dbglog" ] || fail "GPUAES_DEBUG=1 printed nothing"
 cmp -s "$T/dbg" "$T/ref.aes-128-ctr" || fail "enc with GPUAES_DEBUG=1 differs"
@@ -85,11 +90,11 @@ if [ "$GPU" = "--gpu" ]; then
 fi
 
 # openssl list
-"$OPENSSL" list -providers "${G[@]}" > "$T/prov" 2>&1 || fail "list -providers"
+"${OPENSSL[@]}" list -providers "${G[@]}" > "$T/prov" 2>&1 || fail "list -providers"
 grep -q "^  gpuaes$" "$T/prov" || fail "list -providers does not show gpuaes"
 grep -q "status: active" "$T/prov" || fail "list -providers: gpuaes not active"
 cat "$T/prov"
-"$OPENSSL" list -cipher-algorithms "${G[@]}" > "$T/ciphers" 2>&1 || fail "list -cipher-algorithms"
+"${OPENSSL[@]}" list -cipher-algorithms "${G[@]}" > "$T/ciphers" 2>&1 || fail "list -cipher-algorithms"
 n=$(grep -c "@ gpuaes$" "$T/ciphers")
 [ "$n" -eq 15 ] || fail "list -cipher-algorithms shows $n ciphers @ gpuaes, want 15"
 for bits in 128 192 256; do
@@ -103,7 +108,7 @@ echo "ok  list"
 # openssl speed (3.0 takes -seconds and -bytes).  gpuaes alone has no DRBG,
 # which speed needs, so default is loaded beside it and gpuaes preferred (3.0.13
 # applies -propquery to the DRBG fetch too: "provider=gpuaes" would fail there).
-"$OPENSSL" speed "${G[@]}" -provider default -propquery '?provider=gpuaes' -evp aes-128-ctr \
+"${OPENSSL[@]}" speed "${G[@]}" -provider default -propquery '?provider=gpuaes' -evp aes-128-ctr \
     -seconds 1 -bytes 16384 > "$T/speed" 2>&1 || { fail "speed"; cat "$T/speed"; }
 grep -Eq "^AES-128-CTR +[0-9.]+k" "$T/speed" || { fail "speed printed no result line"; cat "$T/speed"; }
 grep -E "^(type|AES-128-CTR) " "$T/speed"
@@ -143,14 +148,14 @@ sed -e "s|^default_properties *= *?provider=gpuaes|default_properties = provider
 for cnf in test strict; do
     for spec in "aes-128-ctr $K128" "aes-256-cbc $K256"; do
         read -r c k <<< "$spec"
-        OPENSSL_CONF=$T/$cnf.cnf "$OPENSSL" enc "-$c" -K "$k" -iv "$IV" -in "$T/plain" \
+        OPENSSL_CONF=$T/$cnf.cnf "${OPENSSL[@]}" enc "-$c" -K "$k" -iv "$IV" -in "$T/plain" \
             -out "$T/cnf.$c" 2> "$T/err" || { fail "$cnf.cnf: enc -$c"; cat "$T/err"; continue; }
         cmp -s "$T/cnf.$c" "$T/ref.$c" || fail "$cnf.cnf: enc -$c differs from default"
-        OPENSSL_CONF=$T/$cnf.cnf "$OPENSSL" enc -d "-$c" -K "$k" -iv "$IV" -in "$T/ref.$c" \
+        OPENSSL_CONF=$T/$cnf.cnf "${OPENSSL[@]}" enc -d "-$c" -K "$k" -iv "$IV" -in "$T/ref.$c" \
             -out "$T/cnfback.$c" && cmp -s "$T/cnfback.$c" "$T/plain" || fail "$cnf.cnf: enc -d -$c"
     done
 done
-OPENSSL_CONF=$T/test.cnf "$OPENSSL" list -providers 2>&1 | grep -q "^  gpuaes$" \
+OPENSSL_CONF=$T/test.cnf "${OPENSSL[@]}" list -providers 2>&1 | grep -q "^  gpuaes$" \
     || fail "openssl.cnf: gpuaes not among the active providers"
 echo "ok  openssl.cnf"
 

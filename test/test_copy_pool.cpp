@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "copy_pool.h"
+#include "gpuaes_gpu.h"
 
 using namespace gpuaes;
 
@@ -137,7 +138,9 @@ int main()
     }
 
     // 2. Workers running, four owners at once.
-    setenv("GPUAES_COPY_THREADS", "5", 1);
+    gpuaes_gpu_settings s = GPUAES_GPU_SETTINGS_DEFAULT;
+    s.copy_threads = 5;
+    gpuaes_gpu_configure(&s);
     copy_pool_enter();
     if (copy_pool_workers() != 4) {
         std::fprintf(stderr, "FAIL: %d workers, wanted 4\n", copy_pool_workers());

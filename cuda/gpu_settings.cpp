@@ -1,0 +1,32 @@
+// gpu_settings.cpp - storage for gpuaes_gpu_configure() (include/gpuaes_gpu.h).
+// The provider has parsed and range-checked the values; readers take a copy
+// once, at their own lazy initialisation, so a lock costs nothing per job.
+#include <pthread.h>
+
+#include "gpu_settings.h"
+
+namespace gpuaes {
+namespace {
+
+pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+gpuaes_gpu_settings g_settings = GPUAES_GPU_SETTINGS_DEFAULT;
+
+} // namespace
+
+gpuaes_gpu_settings gpu_settings()
+{
+    pthread_mutex_lock(&g_lock);
+    const gpuaes_gpu_settings s = g_settings;
+    pthread_mutex_unlock(&g_lock);
+    return s;
+}
+
+} // namespace gpuaes
+
+extern "C" void gpuaes_gpu_configure(const gpuaes_gpu_settings *settings)
+{
+    if (settings == nullptr) return;
+    pthread_mutex_lock(&gpuaes::g_lock);
+    gpuaes::g_settings = *settings;
+    pthread_mutex_unlock(&gpuaes::g_lock);
+}

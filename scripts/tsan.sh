@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# tsan.sh - the threaded tests under ThreadSanitizer: the emulated module
+# (provider threads, keystream windows, offload counters), the GPU layer's
+# window API on the emulator, and the staging copy pool.  Run it before a
+# change to concurrent code lands; not part of CI (scripts/test.sh).
+# Builds into build-tsan (GPUAES_TSAN_BUILD_DIR), one CUDA architecture.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/deps.sh
+source scripts/deps.sh
+build=${GPUAES_TSAN_BUILD_DIR:-build-tsan}
+jobs=$(nproc)
+# shellcheck disable=SC2086
+cmake -S . -B "$build" -DCMAKE_CUDA_ARCHITECTURES=80-real ${GPUAES_CMAKE_ARGS:-} -DGPUAES_SANITIZE=thread
+cmake --build "$build" -j"$jobs" --target gpuaes_emu test_diff test_keystream test_ks_api_emu \
+  test_copy_pool test_params test_settings
+# shellcheck source=scripts/sanitizer_env.sh
+source scripts/sanitizer_env.sh
+cd "$build"
+ctest --output-on-failure -j"$jobs" \
+  -R '^(diff_threads|diff_gpu_threads_emu|keystream_emu|keystream_tiny_emu|keystream_fault_emu|keystream_off|ks_api_emu|copy_pool|settings)$'
