@@ -781,6 +781,7 @@ static void *worker_main(void *arg)
 typedef struct {
     double gbps, cpu_s_per_gb;
     uint64_t bytes, gpu_bytes, gpu_errors;
+    uint64_t ks_made, ks_used;    /* keystream ahead: bytes made / XORed during it */
     int ok;
 } measurement;
 
@@ -788,11 +789,13 @@ typedef struct {
 static measurement measure(row *r, int p, double secs)
 {
     measurement m = { 0 };
-    uint64_t gb0 = 0, gb1 = 0, ge0 = 0, ge1 = 0;
-    int have = 0;
+    uint64_t gb0 = 0, gb1 = 0, ge0 = 0, ge1 = 0, km0 = 0, km1 = 0, ku0 = 0, ku1 = 0;
+    int have = 0, have_ks = 0;
 
-    if (g_prov_gpuaes != NULL)
+    if (g_prov_gpuaes != NULL) {
         have = gpuaes_counter("gpu-bytes", &gb0) & gpuaes_counter("gpu-errors", &ge0);
+        have_ks = gpuaes_counter("keystream-made", &km0) & gpuaes_counter("keystream-used", &ku0);
+    }
     atomic_store(&r->stop, 0);
     r->cmd = p;
     const double c0 = now_cpu();
@@ -805,6 +808,8 @@ static measurement measure(row *r, int p, double secs)
     const double c1 = now_cpu();
     if (have)
         have = gpuaes_counter("gpu-bytes", &gb1) & gpuaes_counter("gpu-errors", &ge1);
+    if (have_ks)
+        have_ks = gpuaes_counter("keystream-made", &km1) & gpuaes_counter("keystream-used", &ku1);
 
     m.ok = 1;
     for (int i = 0; i < r->nthreads; i++) {
@@ -822,6 +827,12 @@ static measurement measure(row *r, int p, double secs)
         m.gpu_bytes = gb1 - gb0;
         m.gpu_errors = ge1 - ge0;
     }
+    /* Windows retired during this measurement may have been made before it:
+     * over a row's repeats the sums are what counts. */
+    if (have_ks) {
+        m.ks_made = km1 - km0;
+        m.ks_used = ku1 - ku0;
+    }
     return m;
 }
 
@@ -830,6 +841,7 @@ typedef struct {
     double gbps[MAX_PROV], cpu[MAX_PROV];
     double gpu_frac[MAX_PROV]; /* fraction of the bytes that went through the GPU, -1 unknown */
     uint64_t gpu_errors;
+    uint64_t ks_made, ks_used; /* gpuaes's keystream ahead over the repeats (0: none made) */
     int capped;                /* skipped by --max-mem (not a failure) */
     char skip[128];
 } row_result;
@@ -887,6 +899,8 @@ static void run_row(const options *o, row *r, row_result *res)
             tot_bytes[p] += m.bytes;
             tot_gpu[p] += m.gpu_bytes;
             res->gpu_errors += m.gpu_errors;
+            res->ks_made += m.ks_made;
+            res->ks_used += m.ks_used;
         }
     }
 
@@ -911,6 +925,12 @@ static void run_row(const options *o, row *r, row_result *res)
                 res->gpu_frac[p] = (double)tot_gpu[p] / (double)tot_bytes[p];
         }
     }
+}
+
+/* Keystream made and never XORed, in % of what was made (rows where some was made). */
+static double ks_waste(const row_result *r)
+{
+    return r->ks_made > r->ks_used ? 100.0 * (double)(r->ks_made - r->ks_used) / (double)r->ks_made : 0.0;
 }
 
 /* ---------------------------------------------------------------- main */
@@ -1090,6 +1110,9 @@ int main(int argc, char **argv)
                     if (tr->res.gpu_errors)
                         fprintf(stderr, "  WARNING: %llu GPU errors (completed on the CPU)",
                                 (unsigned long long)tr->res.gpu_errors);
+                    if (tr->res.ks_made > 0)
+                        fprintf(stderr, "  keystream made %.1f MB, used %.1f MB, waste %.1f%%",
+                                tr->res.ks_made / 1e6, tr->res.ks_used / 1e6, ks_waste(&tr->res));
                     fprintf(stderr, "\n");
                     if (csv != NULL && fflush(csv) != 0)
                         die("writing %s: %s", csv_path, strerror(errno));
@@ -1137,6 +1160,10 @@ int main(int argc, char **argv)
             snprintf(ra, sizeof(ra), "%.2f", tr->res.gbps[pg] / tr->res.gbps[pd]);
         printf("%-12s %-3s %6s %3d %10s %10s %7s %11s %11s %6s\n", CIPHERS[tr->cipher].name,
                tr->enc ? "enc" : "dec", lbl, tr->nthreads, a, b, ra, ca, cb, gs);
+        if (tr->res.ks_made > 0)
+            printf("#   keystream ahead: made %llu, used %llu bytes, waste %.1f%%\n",
+                   (unsigned long long)tr->res.ks_made, (unsigned long long)tr->res.ks_used,
+                   ks_waste(&tr->res));
     }
     printf("# GB/s = 10^9 bytes/s, median of %d; cpu_s/GB = process CPU seconds per 10^9 bytes; "
            "GPU share = bytes gpuaes sent to the GPU\n", o.repeats);

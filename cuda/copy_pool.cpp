@@ -87,18 +87,34 @@ inline void cpu_relax()
 #endif
 }
 
+#if defined(__x86_64__)
+// Zeroes the 64 bytes at p, just read (in L1): plain stores, so that the
+// staging stays in the last-level cache where the DMA engine finds it.
+inline void zero64(unsigned char *p)
+{
+    const __m128i z = _mm_setzero_si128();
+    for (int k = 0; k < 4; ++k) _mm_storeu_si128(reinterpret_cast<__m128i *>(p + 16 * k), z);
+}
+#endif
+
 // memcpy with non-temporal stores: the destination (the caller's output)
 // goes straight to DRAM instead of being read for ownership first and then
-// evicting the pinned staging buffers from the last-level cache.
-void stream_copy(unsigned char *dst, const unsigned char *src, size_t n)
+// evicting the pinned staging buffers from the last-level cache.  With
+// `wipe` (== src), src is zeroed as it is read.
+void stream_copy(unsigned char *dst, const unsigned char *src, size_t n, unsigned char *wipe)
 {
 #if defined(__x86_64__)
     const size_t head = (size_t)(-(uintptr_t)dst & 15);
     if (n < head + 64) {
         std::memcpy(dst, src, n);
+        if (wipe != nullptr) std::memset(wipe, 0, n);
         return;
     }
     std::memcpy(dst, src, head);
+    if (wipe != nullptr) {
+        std::memset(wipe, 0, head);
+        wipe += head;
+    }
     dst += head;
     src += head;
     n -= head;
@@ -108,33 +124,42 @@ void stream_copy(unsigned char *dst, const unsigned char *src, size_t n)
         const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 16));
         const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 32));
         const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 48));
+        if (wipe != nullptr) zero64(wipe + i);
         _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i), a);
         _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i + 16), b);
         _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i + 32), c);
         _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i + 48), d);
     }
     _mm_sfence(); // streaming stores are weakly ordered: publish them before the part counts as done
-    if (i < n) std::memcpy(dst + i, src + i, n - i);
+    if (i < n) {
+        std::memcpy(dst + i, src + i, n - i);
+        if (wipe != nullptr) std::memset(wipe + i, 0, n - i);
+    }
 #else
     std::memcpy(dst, src, n);
+    if (wipe != nullptr) std::memset(wipe, 0, n);
 #endif
 }
 
 // dst = src ^ ks (dst == src allowed), with non-temporal stores when
 // `stream`.  The loads are unaligned, the stores aligned once dst is.
-void xor_copy(unsigned char *dst, const unsigned char *src, const unsigned char *ks, size_t n, bool stream)
+// With `wipe` (== ks), ks is zeroed as it is read.
+void xor_copy(unsigned char *dst, const unsigned char *src, const unsigned char *ks, size_t n, bool stream,
+              unsigned char *wipe)
 {
     size_t i = 0;
 #if defined(__x86_64__)
     if (stream) {
         const size_t head = std::min(n, (size_t)(-(uintptr_t)dst & 15));
         for (; i < head; ++i) dst[i] = src[i] ^ ks[i];
+        if (wipe != nullptr) std::memset(wipe, 0, head);
     }
     for (; i + 64 <= n; i += 64) {
         __m128i v[4];
         for (int k = 0; k < 4; ++k)
             v[k] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 16 * k)),
                                  _mm_loadu_si128(reinterpret_cast<const __m128i *>(ks + i + 16 * k)));
+        if (wipe != nullptr) zero64(wipe + i);
         for (int k = 0; k < 4; ++k) {
             __m128i *d = reinterpret_cast<__m128i *>(dst + i + 16 * k);
             if (stream) _mm_stream_si128(d, v[k]);
@@ -143,6 +168,7 @@ void xor_copy(unsigned char *dst, const unsigned char *src, const unsigned char 
     }
     if (stream) _mm_sfence(); // publish the streaming stores before the part counts as done
 #endif
+    const size_t tail = i;
     for (; i + 8 <= n; i += 8) {
         uint64_t a, b;
         std::memcpy(&a, src + i, 8);
@@ -151,6 +177,7 @@ void xor_copy(unsigned char *dst, const unsigned char *src, const unsigned char 
         std::memcpy(dst + i, &a, 8);
     }
     for (; i < n; ++i) dst[i] = src[i] ^ ks[i];
+    if (wipe != nullptr) std::memset(wipe + tail, 0, n - tail);
 }
 
 // Start of part k: k * part, moved down so that dst + offset is 64-byte
@@ -170,9 +197,16 @@ void copy_part(const CopyTask *t, int k)
 {
     const size_t b = part_begin(t, k), e = part_begin(t, k + 1);
     if (e <= b) return;
-    if (t->ks != nullptr) xor_copy(t->dst + b, t->src + b, t->ks + b, e - b, t->stream);
-    else if (t->stream) stream_copy(t->dst + b, t->src + b, e - b);
-    else std::memcpy(t->dst + b, t->src + b, e - b);
+    unsigned char *const wipe = t->wipe != nullptr ? t->wipe + b : nullptr;
+    if (t->ks != nullptr) {
+        xor_copy(t->dst + b, t->src + b, t->ks + b, e - b, t->stream, wipe);
+    } else if (t->stream) {
+        stream_copy(t->dst + b, t->src + b, e - b, wipe);
+    } else {
+        std::memcpy(t->dst + b, t->src + b, e - b);
+        if (wipe != nullptr) std::memset(wipe, 0, e - b);
+    }
+    if (t->wipe_also != nullptr) std::memset(t->wipe_also + b, 0, e - b);
 }
 
 void queue_push(CopyTask *t) // g_lock held
@@ -334,16 +368,21 @@ void copy_pool_leave()
     g_active.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void copy_start(CopyTask *t, void *dst, const void *src, size_t n, unsigned flags)
+void copy_start(CopyTask *t, void *dst, const void *src, size_t n, unsigned flags, void *wipe_also)
 {
-    copy_start_xor(t, dst, src, nullptr, n, flags);
+    copy_start_xor(t, dst, src, nullptr, n, flags, wipe_also);
 }
 
-void copy_start_xor(CopyTask *t, void *dst, const void *src, const void *ks, size_t n, unsigned flags)
+void copy_start_xor(CopyTask *t, void *dst, const void *src, const void *ks, size_t n, unsigned flags,
+                    void *wipe_also)
 {
     t->dst = static_cast<unsigned char *>(dst);
     t->src = static_cast<const unsigned char *>(src);
     t->ks = static_cast<const unsigned char *>(ks);
+    // The staging operand belongs to the caller's job: writable.
+    t->wipe = (flags & kCopyWipe) == 0 ? nullptr
+              : const_cast<unsigned char *>(ks != nullptr ? t->ks : t->src);
+    t->wipe_also = static_cast<unsigned char *>(wipe_also);
     t->n = n;
     t->stream = (flags & kCopyStream) != 0;
     t->urgent = (flags & kCopyUrgent) != 0;

@@ -43,6 +43,8 @@ struct CopyTask {
     unsigned char *dst = nullptr;
     const unsigned char *src = nullptr;
     const unsigned char *ks = nullptr; // XOR source (copy_start_xor), or none
+    unsigned char *wipe = nullptr;     // kCopyWipe: the pinned operand (src, or ks), zeroed once read
+    unsigned char *wipe_also = nullptr; // zeroed too, at the same offsets
     size_t n = 0;
     size_t part = 0;             // nominal part length (multiple of 64)
     int nparts = 0;
@@ -59,15 +61,20 @@ struct CopyTask {
 // kCopyStream: write dst with non-temporal stores where the CPU has them (dst
 // goes to DRAM, not to a cache another copy would need).
 // kCopyUrgent: workers take it before every non-urgent copy.
-constexpr unsigned kCopyStream = 1, kCopyUrgent = 2;
+// kCopyWipe: the staging operand (src of a copy, ks of an XOR) is zeroed as
+// it is read, 64 bytes at a time while they are in L1 (one extra store per
+// line, no extra pass over memory), and `wipe_also`, if given, is zeroed at
+// the same offsets: when the copy is finished, so is the wipe.
+constexpr unsigned kCopyStream = 1, kCopyUrgent = 2, kCopyWipe = 4;
 
 // Starts a copy: parts are offered to the workers (when it is large and
 // workers run), in FIFO order with the other copies of its urgency.
 // Nothing may be copied yet when it returns.  n == 0: finished at once.
-void copy_start(CopyTask *t, void *dst, const void *src, size_t n, unsigned flags);
+void copy_start(CopyTask *t, void *dst, const void *src, size_t n, unsigned flags, void *wipe_also = nullptr);
 
 // The same for dst = src ^ ks (CTR: the data against keystream from the GPU).
-void copy_start_xor(CopyTask *t, void *dst, const void *src, const void *ks, size_t n, unsigned flags);
+void copy_start_xor(CopyTask *t, void *dst, const void *src, const void *ks, size_t n, unsigned flags,
+                    void *wipe_also = nullptr);
 
 // The owner copies one part of t that nobody has claimed; false when none
 // was left to claim (the rest is done or being copied by workers).

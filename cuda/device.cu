@@ -28,7 +28,6 @@
 #include <cuda_runtime.h>
 
 #include "aes_kernels.cuh"
-#include "copy_pool.h"
 #include "cuda_guest.h"
 #include "gpu_settings.h"
 #include "gpu_state.h"
@@ -92,14 +91,11 @@ struct AtforkAtLoad {
 void at_exit_release()
 {
     g_exiting.store(true); // new jobs get BUSY from now on
-    // Join the staging copy workers and never start them again, also in a
-    // job that got past the check above just before (it copies alone).
-    // Joined, not left running: this also runs at dlclose of the module.
-    // Not in a forked child of a CUDA user: it has no workers, and keeps
-    // off everything of the GPU layer.
-    if (!g_child_after_cuda.load()) copy_pool_stop(true);
-    gpuaes_gpu_release();
-    keystream_release();
+    // The final release (gpu_state.h): threads joined (this also runs at
+    // dlclose of the module), slots and windows wiped and freed except
+    // those other threads still use.  Nothing in a forked child of a CUDA
+    // user: it keeps off everything of the GPU layer.
+    gpu_resources_release(true);
 }
 
 // Exit while the GPU starts.  The process's exit handlers run in reverse
@@ -375,11 +371,7 @@ extern "C" void gpuaes_gpu_shutdown(void)
     pthread_mutex_unlock(&g_init_lock);
     if (join) pthread_join(g_init_thread, nullptr); // an initialisation under way ends first
     if (g_init_state.load() != kInitDone) return;   // never started: nothing to give back
-    if (!g_exiting.load()) {
-        copy_pool_stop(false);
-        gpuaes_gpu_release();
-        keystream_release();
-    }
+    if (!g_exiting.load()) gpu_resources_release(false); // reusable: gpu_state.h
     // Forget the initialisation: a later load starts afresh.
     pthread_mutex_lock(&g_init_lock);
     g_usable = false;

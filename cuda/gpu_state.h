@@ -3,6 +3,8 @@
 #ifndef GPUAES_GPU_STATE_H
 #define GPUAES_GPU_STATE_H
 
+#include <cstdint>
+
 #include <cuda_runtime_api.h>
 
 namespace gpuaes {
@@ -40,10 +42,48 @@ void mark_gpu_broken(const char *why);
 // staging.cu: reset the slot pool's lock in a forked child.
 void staging_atfork_child();
 
-// keystream.cu: wipe and free every keystream window (exit), and re-create
-// its locks in a forked child.
-void keystream_release();
+// keystream.cu: re-create its locks in a forked child.
 void keystream_atfork_child();
+
+// ---- Lifecycle of the GPU layer's resources (lifecycle.cu) ----
+//
+// Releases everything the GPU layer holds: the idle release thread (joined),
+// the copy workers (joined), staging slots and keystream windows (wiped,
+// host and device, then freed), the keystream streams.
+//  final = false (provider unload, gpuaes_gpu_release()): the caller
+//    guarantees that no job runs and no keystream window is in use (every
+//    cipher context freed).  Afterwards the layer is usable again: the next
+//    job or window makes what it needs.
+//  final = true (exit, dlclose: device.cu's atexit handler, after it made
+//    gpuaes_gpu_available() answer 0): other threads may still be in a job
+//    or hold a keystream window.  A running job keeps its slot (its own
+//    end wipes it); a window whose owner is in a call on it or has it
+//    pinned is waited for (up to 200 ms) and otherwise left alone, never
+//    wiped under a reader.  Every later keystream call fails cleanly; the
+//    layer never opens again.
+// Idempotent; nothing in a forked child of a CUDA user.
+void gpu_resources_release(bool final);
+
+// Monotonic clock in nanoseconds (idle times).
+int64_t mono_ns();
+
+// Slots and pooled windows idle for this long are wiped and freed by the
+// idle release thread (started on demand, joined by the release above,
+// never running in a forked child).
+constexpr int64_t kIdleReleaseNs = int64_t(2) * 1000 * 1000 * 1000;
+
+// Something became idle (a slot was made, a window pooled): the idle release
+// thread runs (started if need be) until nothing idle is left.  Cheap when
+// it already runs.
+void idle_release_kick();
+void idle_release_atfork_child();
+
+// The parts: free what has been idle for `idle` ns at `now` (true: something
+// is still held that may become idle later), and release everything.
+bool staging_trim(int64_t now, int64_t idle);
+void staging_release(bool final);
+bool keystream_trim(int64_t now, int64_t idle);
+void keystream_release(bool final);
 
 } // namespace gpuaes
 

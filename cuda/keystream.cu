@@ -12,13 +12,26 @@
 // from many contexts coalesce into few launches whatever their timing.  The
 // thread that queued a job never waits for the launch of somebody else's.
 //
-// Pool: windows are never freed during the process; a freed window is wiped
-// and kept for the next context.  The pinned memory of all windows counts
+// Pool: a freed window is wiped (host now, device by a memset queued on the
+// kernel stream, before any later fill) and kept for the next context;
+// pooled windows idle for longer than the idle bound are freed by the idle
+// release thread (lifecycle.cu).  The pinned memory of all windows counts
 // against gpuaes_ks_set_limit().
+//
+// Release and readers: every call on a window by its owner "enters" it (a
+// seq_cst store of busy = 1, then a look at g_closing), and gpuaes_ks_pin()
+// keeps it entered until gpuaes_ks_unpin().  A release sets g_closing first,
+// then waits (bounded) until the window is not busy before it wipes and
+// frees it, and leaves a window that stays busy alone: an owner never reads
+// keystream that is being wiped, or a freed buffer.  After the exit-time
+// release every call fails (-1, BUSY, or nothing); after an unload release
+// (no window in use) the layer opens again.
 //
 // Fork: in a child of a process that used CUDA nothing here makes a CUDA
 // call or touches a pinned buffer (ready() answers -1, free() only forgets).
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -137,7 +150,11 @@ struct gpuaes_ks_window {
     std::atomic<int> copied{0};
     unsigned polls = 0;            // ready() calls: every 256th also asks the driver (errors)
     char error[160] = "";
-    bool pooled = false;
+    bool pooled = false;           // under g_lock
+    int64_t pooled_at = 0;         // mono_ns() when pooled (idle release)
+    // 1 while the owner is in a call on the window or has it pinned; only
+    // the owner writes it (release reads it): see enter().
+    std::atomic<int> busy{0};
 };
 
 namespace gpuaes {
@@ -150,14 +167,16 @@ pthread_mutex_t g_submit = PTHREAD_MUTEX_INITIALIZER; // the streams, one launch
 // throw across the C interface.
 std::vector<gpuaes_ks_window *> *g_queue;             // under g_lock
 std::vector<gpuaes_ks_window *> *g_pool;              // idle windows, under g_lock
-std::vector<gpuaes_ks_window *> *g_all;               // every window made, under g_lock
+std::vector<gpuaes_ks_window *> *g_all;               // every window that exists, under g_lock
 size_t g_limit = size_t(256) << 20;
-size_t g_pinned = 0;                                  // bytes of all windows made
-cudaStream_t g_kstream, g_cstream;                    // kernel, copies (made once)
+size_t g_pinned = 0;                                  // bytes of all windows that exist
+cudaStream_t g_kstream, g_cstream;                    // kernel (and device wipes), copies
 cudaEvent_t g_kdone[2];                               // kernel i done (copy stream waits)
 int g_kdone_next = 0;
-bool g_streams = false;
-std::atomic<bool> g_released{false};
+std::atomic<bool> g_streams{false};                   // the above exist (made under g_submit)
+// A release is running (or the exit-time one ran): no window may be entered.
+std::atomic<bool> g_closing{false};
+bool g_final = false;                                 // the exit-time release ran (under g_lock)
 std::atomic<unsigned long long> g_launches{0}, g_jobs{0};
 int g_grid_max = 0;                                   // resident blocks of the kernel, device-wide
 std::atomic<size_t> g_inflight{0};                    // bytes queued or in flight (kInflightCap)
@@ -184,7 +203,21 @@ bool reserve_inflight(size_t n)
 // The fill of w is over (complete, failed or abandoned): no longer in flight.
 void uncount(gpuaes_ks_window *w) { g_inflight.fetch_sub(w->counted.exchange(0)); }
 
-bool usable() { return !cuda_forbidden() && !g_released.load() && gpuaes_gpu_available(); }
+bool usable() { return !cuda_forbidden() && !g_closing.load() && gpuaes_gpu_available(); }
+
+// The owner's use of w (a call, or a pin): busy = 1, then the flag, both
+// seq_cst, against release's store of the flag and then its load of busy:
+// either release sees the window busy, or the owner sees the layer closing
+// and backs off without touching a buffer.  One locked store per call.
+bool enter(gpuaes_ks_window *w)
+{
+    w->busy.store(1, std::memory_order_seq_cst);
+    if (!g_closing.load(std::memory_order_seq_cst)) return true;
+    w->busy.store(0, std::memory_order_release);
+    return false;
+}
+
+void leave(gpuaes_ks_window *w) { w->busy.store(0, std::memory_order_release); }
 
 // Under g_lock: room in every list for one window more than exist (the only
 // allocations of the lists; false when there is no memory).
@@ -203,6 +236,18 @@ bool reserve_window_slot()
     }
 }
 
+// A CUDA call of the cleanup paths: a sticky error disables the GPU.
+bool ok(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) return true;
+    if (error_is_fatal(e)) {
+        char why[160];
+        std::snprintf(why, sizeof why, "keystream: %s: %s", what, cudaGetErrorString(e));
+        mark_gpu_broken(why);
+    }
+    return false;
+}
+
 void set_err(char *err, const char *what, cudaError_t e)
 {
     if (err != nullptr) std::snprintf(err, 160, "keystream: %s: %s", what, cudaGetErrorString(e));
@@ -216,7 +261,7 @@ void set_err(char *err, const char *what, cudaError_t e)
 // Under g_submit.
 bool ensure_streams(char *err)
 {
-    if (g_streams) return true;
+    if (g_streams.load()) return true;
     cudaError_t e;
     if ((e = cudaStreamCreateWithFlags(&g_kstream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&g_cstream, cudaStreamNonBlocking)) != cudaSuccess ||
@@ -232,7 +277,7 @@ bool ensure_streams(char *err)
         return false;
     }
     g_grid_max = per_sm * sms > 0 ? per_sm * sms : 132;
-    g_streams = true;
+    g_streams.store(true);
     return true;
 }
 
@@ -260,10 +305,13 @@ bool launch_round()
 
     char err[160];
     CudaGuest guest; // held to the end of the round: every call below is on this thread
-    if (!guest.ok() || !ensure_streams(err)) {
+    // A release that began after these were queued: no launch may write a
+    // device buffer it is about to free (it waits for g_submit).
+    if (g_closing.load() || !guest.ok() || !ensure_streams(err)) {
         for (int i = 0; i < n; ++i) {
             std::snprintf(w[i]->error, sizeof w[i]->error, "keystream: %s",
                           guest.ok() ? "no stream" : "CUDA not usable on this thread now");
+            secure_wipe(&w[i]->job, sizeof w[i]->job);
             uncount(w[i]);
             w[i]->state.store(W_FAILED, std::memory_order_release);
         }
@@ -353,107 +401,34 @@ void quiesce(gpuaes_ks_window *w)
     }
 }
 
-} // namespace
-} // namespace gpuaes
-
-using namespace gpuaes;
-
-extern "C" void gpuaes_ks_set_limit(size_t total_bytes)
+// Wipes w's buffers and frees them (w is nobody's now, or the process is
+// ending).  The device wipe is synchronous: this is not a hot path.  With
+// `cuda` false (GPU broken) only the host side is wiped, nothing is freed.
+void destroy_buffers(gpuaes_ks_window *w, bool cuda)
 {
-    pthread_mutex_lock(&g_lock);
-    g_limit = total_bytes;
-    pthread_mutex_unlock(&g_lock);
+    secure_wipe(w->host, w->dirty);
+    if (cuda) {
+        if (w->dev != nullptr && w->dirty != 0) (void)ok(cudaMemset(w->dev, 0, w->dirty), "cudaMemset");
+        if (w->dev != nullptr) (void)ok(cudaFree(w->dev), "cudaFree");
+        if (w->host != nullptr) (void)ok(cudaFreeHost(w->host), "cudaFreeHost");
+        if (w->ev != nullptr) (void)ok(cudaEventDestroy(w->ev), "cudaEventDestroy");
+        w->host = nullptr;
+        w->dev = nullptr;
+        w->ev = nullptr;
+    }
+    w->dirty = 0;
 }
 
-extern "C" gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
+// Removes w from g_all (g_lock held).
+void forget_locked(gpuaes_ks_window *w)
 {
-    if (cap == 0 || cap % 16 != 0 || !usable()) return nullptr;
-    pthread_mutex_lock(&g_lock);
-    for (size_t i = 0; g_pool != nullptr && i < g_pool->size(); ++i) {
-        gpuaes_ks_window *w = (*g_pool)[i];
-        if (w->cap == cap) {
-            g_pool->erase(g_pool->begin() + (long)i);
-            w->pooled = false;
-            pthread_mutex_unlock(&g_lock);
-            return w;
-        }
-    }
-    if (g_pinned + cap > g_limit || !reserve_window_slot()) {
-        pthread_mutex_unlock(&g_lock);
-        return nullptr;
-    }
-    g_pinned += cap; // reserved now, returned below on failure
-    pthread_mutex_unlock(&g_lock);
-
-    CudaGuest guest;
-    gpuaes_ks_window *w = new (std::nothrow) gpuaes_ks_window();
-    bool ok = w != nullptr && gpu_fault() != Fault::alloc && guest.ok();
-    if (ok) {
-        w->cap = cap;
-        ok = cudaHostAlloc((void **)&w->host, cap, cudaHostAllocDefault) == cudaSuccess;
-        if (!ok) w->host = nullptr;
-        if (ok) ok = cudaMalloc(&w->dev, cap) == cudaSuccess;
-        if (!ok) w->dev = nullptr;
-        if (ok) ok = cudaEventCreateWithFlags(&w->ev, cudaEventDisableTiming) == cudaSuccess;
-        if (!ok) w->ev = nullptr;
-    }
-    if (!ok) {
-        if (w != nullptr) {
-            // Best effort: freeing what was just allocated fails only with a broken context.
-            if (w->host) (void)cudaFreeHost(w->host);
-            if (w->dev) (void)cudaFree(w->dev);
-            delete w;
-        }
-        pthread_mutex_lock(&g_lock);
-        g_pinned -= cap;
-        pthread_mutex_unlock(&g_lock);
-        return nullptr;
-    }
-    pthread_mutex_lock(&g_lock);
-    g_all->push_back(w); // within the capacity reserved above
-    pthread_mutex_unlock(&g_lock);
-    return w;
+    if (g_all != nullptr) g_all->erase(std::remove(g_all->begin(), g_all->end(), w), g_all->end());
+    g_pinned -= w->cap;
 }
 
-extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key, const unsigned char ctr[16],
-                                        size_t nbytes, int ctr32, char error[160])
+// The poll of ready() and pin() (w entered).
+int poll(gpuaes_ks_window *w, char error[160])
 {
-    if (w == nullptr || key == nullptr || nbytes == 0 || nbytes % 16 != 0 || nbytes > w->cap) {
-        if (error) std::snprintf(error, 160, "keystream: invalid fill");
-        return GPUAES_FAILED;
-    }
-    if (!usable()) return GPUAES_BUSY;
-    CudaGuest guest; // for the launch below (drain); an error pending on this thread: the CPU
-    if (!guest.ok()) return GPUAES_BUSY;
-    const int s = w->state.load(std::memory_order_acquire);
-    if (s == W_QUEUED || s == W_INFLIGHT) {
-        if (error) std::snprintf(error, 160, "keystream: window busy");
-        return GPUAES_FAILED;
-    }
-    if (!reserve_inflight(nbytes)) return GPUAES_BUSY; // the GPU is as far ahead as is useful: CPU for now
-    w->counted.store(nbytes);
-    KsJob &j = w->job;
-    std::memcpy(j.rk, key->rk_enc, sizeof j.rk);
-    ctr_words(ctr, j.ctr_be);
-    j.dst = static_cast<uint4 *>(w->dev);
-    j.nblocks = (uint32_t)(nbytes / 16);
-    j.rounds = key->rounds;
-    j.ctr32 = ctr32 ? 1 : 0;
-    w->filled = nbytes;
-    if (nbytes > w->dirty) w->dirty = nbytes;
-    w->error[0] = '\0';
-    w->copied.store(0, std::memory_order_relaxed);
-    w->state.store(W_QUEUED, std::memory_order_release);
-    pthread_mutex_lock(&g_lock);
-    g_queue->push_back(w); // never allocates: room for every window (reserve_window_slot)
-    pthread_mutex_unlock(&g_lock);
-    drain();
-    return GPUAES_OK;
-}
-
-extern "C" int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
-{
-    if (w == nullptr || cuda_forbidden() || g_released.load(std::memory_order_relaxed)) return -1;
     int s = w->state.load(std::memory_order_acquire);
     if (s == W_READY) return 1;
     if (s == W_QUEUED) {
@@ -465,8 +440,8 @@ extern "C" int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
             CudaGuest guest;
             if (!guest.ok()) return 0; // later
             // Its host function has run: no late "copied".
-            const cudaError_t e = cudaStreamSynchronize(g_cstream);
-            if (e != cudaSuccess) set_err(nullptr, "cudaStreamSynchronize", e);
+            const cudaError_t es = cudaStreamSynchronize(g_cstream);
+            if (es != cudaSuccess) set_err(nullptr, "cudaStreamSynchronize", es);
             std::snprintf(w->error, sizeof w->error, "keystream: sync: injected fault (GPUAES_FAULT=sync)");
             uncount(w);
             w->state.store(W_FAILED, std::memory_order_release);
@@ -498,26 +473,170 @@ extern "C" int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
     return 0; // queued (another thread is launching it)
 }
 
-extern "C" const unsigned char *gpuaes_ks_data(const gpuaes_ks_window *w) { return w->host; }
+} // namespace
+} // namespace gpuaes
+
+using namespace gpuaes;
+
+extern "C" void gpuaes_ks_set_limit(size_t total_bytes)
+{
+    pthread_mutex_lock(&g_lock);
+    g_limit = total_bytes;
+    pthread_mutex_unlock(&g_lock);
+}
+
+extern "C" gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
+{
+    if (cap == 0 || cap % 16 != 0 || !usable()) return nullptr;
+    pthread_mutex_lock(&g_lock);
+    if (g_closing.load()) {
+        pthread_mutex_unlock(&g_lock);
+        return nullptr;
+    }
+    for (size_t i = 0; g_pool != nullptr && i < g_pool->size(); ++i) {
+        gpuaes_ks_window *w = (*g_pool)[i];
+        if (w->cap == cap) {
+            g_pool->erase(g_pool->begin() + (long)i);
+            w->pooled = false;
+            pthread_mutex_unlock(&g_lock);
+            return w;
+        }
+    }
+    if (g_pinned + cap > g_limit || !reserve_window_slot()) {
+        pthread_mutex_unlock(&g_lock);
+        return nullptr;
+    }
+    g_pinned += cap; // reserved now, returned below on failure
+    pthread_mutex_unlock(&g_lock);
+
+    CudaGuest guest;
+    gpuaes_ks_window *w = new (std::nothrow) gpuaes_ks_window();
+    bool good = w != nullptr && gpu_fault() != Fault::alloc && guest.ok();
+    if (good) {
+        w->cap = cap;
+        good = ok(cudaHostAlloc((void **)&w->host, cap, cudaHostAllocDefault), "cudaHostAlloc");
+        if (!good) w->host = nullptr;
+        if (good) good = ok(cudaMalloc(&w->dev, cap), "cudaMalloc");
+        if (!good) w->dev = nullptr;
+        if (good) good = ok(cudaEventCreateWithFlags(&w->ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+        if (!good) w->ev = nullptr;
+    }
+    pthread_mutex_lock(&g_lock);
+    good = good && !g_closing.load();
+    if (good) g_all->push_back(w); // within the capacity reserved above
+    else g_pinned -= cap;
+    pthread_mutex_unlock(&g_lock);
+    if (!good) {
+        if (w != nullptr) {
+            destroy_buffers(w, guest.ok()); // nothing written yet
+            delete w;
+        }
+        return nullptr;
+    }
+    return w;
+}
+
+extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key, const unsigned char ctr[16],
+                                        size_t nbytes, int ctr32, char error[160])
+{
+    if (w == nullptr || key == nullptr || nbytes == 0 || nbytes % 16 != 0 || nbytes > w->cap) {
+        if (error) std::snprintf(error, 160, "keystream: invalid fill");
+        return GPUAES_FAILED;
+    }
+    if (!usable()) return GPUAES_BUSY;
+    CudaGuest guest; // for the launch below (drain); an error pending on this thread: the CPU
+    if (!guest.ok() || !enter(w)) return GPUAES_BUSY;
+    const int s = w->state.load(std::memory_order_acquire);
+    if (s == W_QUEUED || s == W_INFLIGHT) {
+        leave(w);
+        if (error) std::snprintf(error, 160, "keystream: window busy");
+        return GPUAES_FAILED;
+    }
+    if (!reserve_inflight(nbytes)) { // the GPU is as far ahead as is useful: CPU for now
+        leave(w);
+        return GPUAES_BUSY;
+    }
+    w->counted.store(nbytes);
+    KsJob &j = w->job;
+    std::memcpy(j.rk, key->rk_enc, sizeof j.rk);
+    ctr_words(ctr, j.ctr_be);
+    j.dst = static_cast<uint4 *>(w->dev);
+    j.nblocks = (uint32_t)(nbytes / 16);
+    j.rounds = key->rounds;
+    j.ctr32 = ctr32 ? 1 : 0;
+    w->filled = nbytes;
+    if (nbytes > w->dirty) w->dirty = nbytes; // host and device: wiped up to here when freed
+    w->error[0] = '\0';
+    w->copied.store(0, std::memory_order_relaxed);
+    w->state.store(W_QUEUED, std::memory_order_release);
+    pthread_mutex_lock(&g_lock);
+    g_queue->push_back(w); // never allocates: room for every window (reserve_window_slot)
+    pthread_mutex_unlock(&g_lock);
+    drain();
+    leave(w);
+    return GPUAES_OK;
+}
+
+extern "C" int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
+{
+    if (w == nullptr || cuda_forbidden() || !enter(w)) return -1;
+    const int r = poll(w, error);
+    leave(w);
+    return r;
+}
+
+extern "C" int gpuaes_ks_pin(gpuaes_ks_window *w, const unsigned char **data, char error[160])
+{
+    *data = nullptr;
+    if (w == nullptr || cuda_forbidden() || !enter(w)) return -1;
+    const int r = poll(w, error);
+    if (r == 1) *data = w->host; // entered until gpuaes_ks_unpin()
+    else leave(w);
+    return r;
+}
+
+extern "C" void gpuaes_ks_unpin(gpuaes_ks_window *w)
+{
+    if (w != nullptr) leave(w);
+}
 
 extern "C" void gpuaes_ks_window_free(gpuaes_ks_window *w)
 {
     if (w == nullptr) return;
     if (cuda_forbidden()) return; // the parent's; never touched in a child
-    if (g_released.load()) return; // wiped and freed at exit
+    if (!enter(w)) return;        // a release wipes and frees it
     quiesce(w);
     // Only what fills wrote: a stream that got a window but no fill (the
     // in-flight budget was spent) must not pay for wiping all of it.
     secure_wipe(w->host, w->dirty);
-    w->dirty = 0;
-    // The device copy stays until the next fill overwrites it: device
-    // memory is not reachable from the host, and it is wiped at release.
+    // The device copy: a memset on the kernel stream, ahead of every later
+    // fill's kernel (the last D2H that read it is over: quiesce).  No
+    // stream: no kernel ever ran, nothing to wipe.
+    bool clean = w->dirty == 0 || !g_streams.load();
+    if (!clean) {
+        CudaGuest guest(true);
+        clean = guest.ok() && ok(cudaMemsetAsync(w->dev, 0, w->dirty, g_kstream), "cudaMemsetAsync");
+    }
+    if (clean) w->dirty = 0;
     w->state.store(W_IDLE, std::memory_order_release);
     w->filled = 0;
+    leave(w); // before it is pooled: the next owner enters it
     pthread_mutex_lock(&g_lock);
-    w->pooled = true;
-    g_pool->push_back(w); // never allocates: room for every window (reserve_window_slot)
+    const bool closing = g_closing.load();
+    if (clean && !closing) {
+        g_pool->push_back(w); // never allocates: room for every window (reserve_window_slot)
+        w->pooled = true;
+        w->pooled_at = mono_ns();
+    }
+    if (!clean && !closing) forget_locked(w);
     pthread_mutex_unlock(&g_lock);
+    if (clean) {
+        if (!closing) idle_release_kick(); // pooled: freed once idle for long
+    } else if (!closing) {
+        CudaGuest guest(true);
+        destroy_buffers(w, !gpu_broken() && guest.ok()); // synchronous wipe, then freed
+        delete w;
+    }
 }
 
 extern "C" void gpuaes_ks_stats(unsigned long long *launches, unsigned long long *jobs)
@@ -526,29 +645,121 @@ extern "C" void gpuaes_ks_stats(unsigned long long *launches, unsigned long long
     if (jobs) *jobs = g_jobs.load();
 }
 
-namespace gpuaes {
-// Exit: wipe every window's buffers (host and device) and free them.
-void keystream_release()
+extern "C" void gpuaes_ks_windows(size_t *windows, size_t *pooled)
 {
-    if (cuda_forbidden() || g_released.exchange(true)) return;
-    pthread_mutex_lock(&g_submit);
+    pthread_mutex_lock(&g_lock);
+    if (windows) *windows = g_all != nullptr ? g_all->size() : 0;
+    if (pooled) *pooled = g_pool != nullptr ? g_pool->size() : 0;
+    pthread_mutex_unlock(&g_lock);
+}
+
+namespace gpuaes {
+
+bool keystream_trim(int64_t now, int64_t idle)
+{
+    if (cuda_forbidden()) return false;
+    bool synced = false, cuda = false;
+    CudaGuest guest(true); // the idle release thread's own: makes gpuaes's context current
+    for (;;) {
+        gpuaes_ks_window *old = nullptr;
+        bool more = false;
+        pthread_mutex_lock(&g_lock);
+        if (g_pool != nullptr && !g_closing.load()) {
+            for (size_t i = 0; i < g_pool->size(); ++i)
+                if (now - (*g_pool)[i]->pooled_at >= idle) {
+                    old = (*g_pool)[i];
+                    g_pool->erase(g_pool->begin() + (long)i);
+                    forget_locked(old);
+                    break;
+                }
+            more = !g_pool->empty();
+        }
+        pthread_mutex_unlock(&g_lock);
+        if (old == nullptr) return more;
+        if (!synced) {
+            cuda = !gpu_broken() && guest.ok();
+            // The device wipes queued when these were pooled are done.
+            if (cuda && g_streams.load()) cuda = ok(cudaStreamSynchronize(g_kstream), "cudaStreamSynchronize");
+            synced = true;
+        }
+        destroy_buffers(old, cuda);
+        if (cuda) delete old; // else leaked, wiped: the context is unusable anyway
+    }
+}
+
+// Waits until no window of `all` is busy or the deadline passed.
+void wait_not_busy(const std::vector<gpuaes_ks_window *> &all, std::chrono::milliseconds bound)
+{
+    const auto until = std::chrono::steady_clock::now() + bound;
+    for (gpuaes_ks_window *w : all)
+        while (w->busy.load() && std::chrono::steady_clock::now() < until) sched_yield();
+}
+
+void keystream_release(bool final)
+{
+    if (cuda_forbidden()) return;
+    g_closing.store(true); // seq_cst: see enter()
+    pthread_mutex_lock(&g_lock);
+    const bool any = g_all != nullptr && !g_all->empty();
+    std::vector<gpuaes_ks_window *> all;
+    try {
+        if (any) all = *g_all;
+    } catch (...) {
+    }
+    pthread_mutex_unlock(&g_lock);
+    // An owner in a call or an XOR finishes it (well under a millisecond);
+    // one that stays busy (exit() from a signal handler on its thread, say)
+    // keeps its window, unwiped and allocated: never wiped under a reader.
+    wait_not_busy(all, std::chrono::milliseconds(200));
+
+    pthread_mutex_lock(&g_submit); // no launch in progress, none after (g_closing)
     pthread_mutex_lock(&g_lock);
     CudaGuest guest(true);
-    const bool cuda = !gpu_broken() && guest.ok();
-    if (cuda && g_streams) {
-        (void)cudaStreamSynchronize(g_kstream);
-        (void)cudaStreamSynchronize(g_cstream);
+    const bool cuda = (any || g_streams.load()) && !gpu_broken() && guest.ok();
+    if (cuda && g_streams.load()) {
+        (void)ok(cudaStreamSynchronize(g_kstream), "cudaStreamSynchronize");
+        (void)ok(cudaStreamSynchronize(g_cstream), "cudaStreamSynchronize");
     }
-    if (g_all != nullptr) {
-        for (gpuaes_ks_window *w : *g_all) {
-            secure_wipe(w->host, w->cap);
-            if (!cuda) continue;
-            (void)cudaMemset(w->dev, 0, w->cap);
-            (void)cudaFree(w->dev);
-            (void)cudaFreeHost(w->host);
-            (void)cudaEventDestroy(w->ev);
+    if (g_queue != nullptr) { // queued, never launched: failed
+        for (gpuaes_ks_window *w : *g_queue) {
+            uncount(w);
+            w->state.store(W_FAILED, std::memory_order_release);
         }
+        g_queue->clear();
     }
+    bool busy_left = false;
+    if (g_all != nullptr) {
+        size_t kept = 0;
+        for (size_t i = 0; i < g_all->size(); ++i) {
+            gpuaes_ks_window *w = (*g_all)[i];
+            // Unload: only pooled windows (none is in use: the contract).
+            if (w->busy.load() || (!final && !w->pooled)) {
+                busy_left |= w->busy.load() != 0;
+                (*g_all)[kept++] = w;
+                continue;
+            }
+            uncount(w);
+            destroy_buffers(w, cuda);
+            g_pinned -= w->cap;
+            if (w->pooled) {
+                delete w;
+            } else { // its owner's later calls fail: the layer stays closed
+                std::snprintf(w->error, sizeof w->error, "keystream: released at exit");
+                w->state.store(W_FAILED, std::memory_order_release);
+            }
+        }
+        g_all->resize(kept);
+        g_pool->clear();
+    }
+    if (cuda && g_streams.load() && !busy_left && (g_all == nullptr || g_all->empty())) {
+        (void)ok(cudaStreamDestroy(g_kstream), "cudaStreamDestroy");
+        (void)ok(cudaStreamDestroy(g_cstream), "cudaStreamDestroy");
+        (void)ok(cudaEventDestroy(g_kdone[0]), "cudaEventDestroy");
+        (void)ok(cudaEventDestroy(g_kdone[1]), "cudaEventDestroy");
+        g_streams.store(false);
+    }
+    if (final) g_final = true;
+    else if (!g_final) g_closing.store(false); // unload: usable again
     pthread_mutex_unlock(&g_lock);
     pthread_mutex_unlock(&g_submit);
 }

@@ -29,8 +29,19 @@
 // only read in[]).  In place (out == in) chunks write only their own range.
 //
 // Slots: up to kMaxSlots, created on demand and reused (buffers are never
-// allocated per call).  A caller that finds none free gets GPUAES_BUSY at
-// once.  DMA only ever touches the slot's own pinned and device buffers.
+// allocated per call); a slot idle for kIdleReleaseNs is freed by the idle
+// release thread (lifecycle.cu).  A caller that finds none free gets
+// GPUAES_BUSY at once.  DMA only ever touches the slot's own pinned and
+// device buffers.
+//
+// Secrets (docs/DESIGN.md, "Secrets"): when a job returns, every pinned
+// byte it wrote is zero again, and a wipe of every device byte it wrote is
+// queued on the lane's stream, ahead of anything the lane does next.  The
+// pinned side costs no extra pass: the copy-out that reads a chunk's
+// output (or keystream) zeroes it as it reads (kCopyWipe), with the
+// zero-copy input at the same offsets; the few bytes no copy-out reads (GCM's
+// 16-byte chunk GHASH, its matrices, the chunks of a failed job) are wiped
+// on the caller's thread.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -169,13 +180,20 @@ struct Lane {
     cudaStream_t stream = nullptr;
     unsigned char *host = nullptr; // pinned, host_bytes(): input, then the chunk's output (+ GHASH)
     unsigned char *host_dev = nullptr; // the same memory as the device sees it (mapped)
+    // Device memory, one allocation (one memset wipes it): din | dout | dgh.
+    unsigned char *dmem = nullptr;
     void *din = nullptr;           // device input, chunk bytes
     void *dout = nullptr;          // device output (separate: CBC/CFB read in[j-1])
     G128 *dgh = nullptr;           // device GHASH scratch, kGhashBytes
-    // GCM: the H whose matrices (GhashFrags) are in dgh, uploaded on `stream`.
-    // Kept across jobs: a new key costs one 8 KiB upload per lane.
+    // GCM: the H whose matrices (GhashFrags) are in dgh, uploaded on `stream`
+    // (within a job: the end of the job wipes dgh).
     G128 frags_h{};
     bool frags_ok = false;
+    // Written by the job now running, wiped at its end: device bytes
+    // [dev_lo, dev_hi) of dmem, the pinned matrices, anything pinned at all.
+    size_t dev_lo = 0, dev_hi = 0;
+    bool frags_host = false;
+    bool used = false;
 };
 
 enum class SlotState { empty, creating, idle, busy, dead };
@@ -183,6 +201,7 @@ enum class SlotState { empty, creating, idle, busy, dead };
 struct Slot {
     SlotState state = SlotState::empty;
     int nlanes = 0;
+    int64_t idle_since = 0; // mono_ns() when it last became idle
     Lane lane[kMaxLanes];
 };
 
@@ -214,28 +233,27 @@ void set_state(Slot *s, SlotState st)
     pthread_mutex_unlock(&g_pool_lock);
 }
 
+size_t dmem_bytes() { return 2 * config().chunk + kGhashBytes; }
+
 // Frees a slot's resources, wiping pinned and device buffers first when
-// `wipe`.  Best effort: errors are ignored.  With `cuda` false (GPU broken)
-// only host memory is wiped and nothing is freed.
+// `wipe`.  Best effort: errors are ignored (a sticky one disables the GPU).
+// With `cuda` false (GPU broken) only host memory is wiped and nothing is
+// freed.
 void destroy_slot(Slot *s, bool wipe, bool cuda)
 {
     const StagingConfig &cf = config();
+    auto check = [](cudaError_t e) {
+        if (error_is_fatal(e)) mark_gpu_broken("staging: releasing a slot");
+    };
     for (Lane &l : s->lane) {
-        if (cuda && l.stream != nullptr) (void)cudaStreamSynchronize(l.stream); // no DMA in flight
+        if (cuda && l.stream != nullptr) check(cudaStreamSynchronize(l.stream)); // no DMA in flight
         if (wipe && l.host != nullptr) secure_wipe(l.host, cf.host_bytes());
-        if (!cuda) continue;
-        if (wipe && l.stream != nullptr) {
-            if (l.din != nullptr) (void)cudaMemsetAsync(l.din, 0, cf.chunk, l.stream);
-            if (l.dout != nullptr) (void)cudaMemsetAsync(l.dout, 0, cf.chunk, l.stream);
-            if (l.dgh != nullptr) (void)cudaMemsetAsync(l.dgh, 0, kGhashBytes, l.stream);
-            (void)cudaStreamSynchronize(l.stream);
-        }
-        if (l.din != nullptr) (void)cudaFree(l.din);
-        if (l.dout != nullptr) (void)cudaFree(l.dout);
-        if (l.dgh != nullptr) (void)cudaFree(l.dgh);
-        if (l.host != nullptr) (void)cudaFreeHost(l.host);
-        if (l.stream != nullptr) (void)cudaStreamDestroy(l.stream);
         secure_wipe(&l.frags_h, sizeof l.frags_h);
+        if (!cuda) continue;
+        if (wipe && l.dmem != nullptr) check(cudaMemset(l.dmem, 0, dmem_bytes()));
+        if (l.dmem != nullptr) check(cudaFree(l.dmem));
+        if (l.host != nullptr) check(cudaFreeHost(l.host));
+        if (l.stream != nullptr) check(cudaStreamDestroy(l.stream));
         l = Lane();
     }
     s->nlanes = 0;
@@ -360,6 +378,8 @@ class Pipeline {
         bool idle = !fatal_;
         for (size_t i = out_; i < gpu_ && !fatal_; ++i)
             if (cudaStreamSynchronize(lane_of(i).stream) != cudaSuccess) idle = false;
+        // Not idle: the slot is destroyed, and wiped then (after a sync).
+        if (idle) idle = wipe_lanes();
         trace_.print(job_->len, in_, nlanes_);
         job_->status = job_->done == job_->len ? GPUAES_OK : GPUAES_FAILED;
         if (job_->status == GPUAES_FAILED && job_->error[0] == '\0')
@@ -370,6 +390,47 @@ class Pipeline {
     bool fatal() const { return fatal_; }
 
   private:
+    // Device bytes [lo, hi) of l.dmem written by this job.
+    static void note_device(Lane &l, size_t lo, size_t hi)
+    {
+        if (l.dev_hi == 0 || lo < l.dev_lo) l.dev_lo = lo;
+        if (hi > l.dev_hi) l.dev_hi = hi;
+    }
+
+    // The end of a job whose lanes are idle: what it left in the slot is
+    // wiped before anybody can reuse it.  Device: one memset per lane it
+    // wrote, queued on the lane's stream (before the lane's next work; the
+    // caller does not wait for it).  Pinned: the copy-outs zeroed what they
+    // read; here the GCM matrices, and, if the job stopped early, all of
+    // every lane it used.  False when a wipe could not be queued: the slot
+    // must then be destroyed (which wipes synchronously).
+    bool wipe_lanes()
+    {
+        const bool complete = job_->done == job_->len;
+        const StagingConfig &cf = config();
+        bool good = true;
+        for (int k = 0; k < nlanes_; ++k) {
+            Lane &l = slot_->lane[k];
+            if (!complete && l.used) secure_wipe(l.host, cf.host_bytes());
+            else if (l.frags_host) secure_wipe(l.host + cf.frags_offset(), sizeof(GhashFrags));
+            l.frags_host = false;
+            l.used = false;
+            if (l.dev_hi == 0) continue;
+            const cudaError_t e = cudaMemsetAsync(l.dmem + l.dev_lo, 0, l.dev_hi - l.dev_lo, l.stream);
+            if (e != cudaSuccess) {
+                if (error_is_fatal(e)) {
+                    fatal_ = true;
+                    mark_gpu_broken("staging: wipe: cudaMemsetAsync");
+                }
+                good = false;
+                continue; // left for destroy_slot()
+            }
+            if (l.dev_hi > 2 * cap_) l.frags_ok = false; // the matrices went with the scratch
+            l.dev_lo = l.dev_hi = 0;
+        }
+        return good;
+    }
+
     enum class GhashOver { none, out, in }; // GCM: GHASH of the output (encrypt) or input (decrypt)
 
     // What a lane holds for its chunk while it is in flight.
@@ -436,6 +497,7 @@ class Pipeline {
         next_off_ += f.n;
         trace_.mark(in_, StageTrace::copy_in);
         // Keystream chunks copy nothing in: the copy-out's XOR reads in[].
+        lane_of(in_).used = true;
         copy_start(&f.copy, lane_of(in_).host, job_->in + f.off, ks_out_ ? 0 : f.n, 0);
         ++in_;
         return true;
@@ -477,18 +539,23 @@ class Pipeline {
         }
         trace_.mark(i, StageTrace::gpu_done);
         Flight &f = flight_of(i);
+        Lane &l = lane_of(i);
         if (gh_ != GhashOver::none) { // S = S * H^n ^ S_chunk: GHASH of out[0..off + n)
             G128 sc;
-            std::memcpy(&sc, lane_of(i).host + cap_, sizeof sc);
+            std::memcpy(&sc, l.host + cap_, sizeof sc);
+            secure_wipe(l.host + cap_, sizeof sc);
             s_ = ghash_append(s_, f.h_pow_n, sc);
             secure_wipe(&sc, sizeof sc);
         }
-        // Urgent: the lane is free only once its copy-out is done.
-        const unsigned flags = kCopyUrgent | (stream_out_ ? kCopyStream : 0);
+        // Urgent: the lane is free only once its copy-out is done.  It
+        // zeroes the staging it reads, and a zero-copy chunk's input, which
+        // the kernel read from the lane's pinned buffer.
+        const unsigned flags = kCopyUrgent | kCopyWipe | (stream_out_ ? kCopyStream : 0);
+        unsigned char *const zc_input = f.result != l.host ? l.host : nullptr;
         if (ks_out_)
             copy_start_xor(&f.copy, job_->out + off_of(i), job_->in + off_of(i), f.result, len_of(i), flags);
         else
-            copy_start(&f.copy, job_->out + off_of(i), f.result, len_of(i), flags);
+            copy_start(&f.copy, job_->out + off_of(i), f.result, len_of(i), flags, zc_input);
         ++out_;
         return true;
     }
@@ -577,6 +644,10 @@ class Pipeline {
             return true;
         }
 
+        // Device bytes this chunk writes, wiped at the end of the job: the
+        // keystream in dout, or the input in din and the output in dout,
+        // and for GCM the GHASH scratch (matrices for H, partials).
+        note_device(l, ks_out_ ? cap_ : 0, gh_ != GhashOver::none ? dmem_bytes() : cap_ + n);
         if (injected(i, fault_ == Fault::copyin, "copyin", "cudaMemcpyAsync")) return false;
         cudaError_t e = gh_ != GhashOver::none ? ensure_frags(l) : cudaSuccess;
         if (e != cudaSuccess) {
@@ -652,6 +723,7 @@ class Pipeline {
         for (int i = 0; i < 4; ++i) diff |= l.frags_h.w[i] ^ h_.w[i];
         if (l.frags_ok && diff == 0) return cudaSuccess;
         GhashFrags *f = reinterpret_cast<GhashFrags *>(l.host + config().frags_offset());
+        l.frags_host = true;
         if (frags_ == nullptr) {
             if (pw_m_ != 1) { // the plans' unit (ghash_plan): pw_[L] = H^(2^L)
                 pw_[0] = h_;
@@ -763,9 +835,10 @@ bool create_slot(Slot *s, gpuaes_job *job)
         if ((e = cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking)) != cudaSuccess) { call = "cudaStreamCreateWithFlags"; l.stream = nullptr; break; }
         if ((e = cudaHostAlloc((void **)&l.host, cf.host_bytes(), cudaHostAllocMapped)) != cudaSuccess) { call = "cudaHostAlloc"; l.host = nullptr; break; }
         if ((e = cudaHostGetDevicePointer((void **)&l.host_dev, l.host, 0)) != cudaSuccess) { call = "cudaHostGetDevicePointer"; break; }
-        if ((e = cudaMalloc(&l.din, cf.chunk)) != cudaSuccess) { call = "cudaMalloc"; l.din = nullptr; break; }
-        if ((e = cudaMalloc(&l.dout, cf.chunk)) != cudaSuccess) { call = "cudaMalloc"; l.dout = nullptr; break; }
-        if ((e = cudaMalloc((void **)&l.dgh, kGhashBytes)) != cudaSuccess) { call = "cudaMalloc"; l.dgh = nullptr; break; }
+        if ((e = cudaMalloc((void **)&l.dmem, dmem_bytes())) != cudaSuccess) { call = "cudaMalloc"; l.dmem = nullptr; break; }
+        l.din = l.dmem;
+        l.dout = l.dmem + cf.chunk;
+        l.dgh = reinterpret_cast<G128 *>(l.dmem + 2 * cf.chunk); // chunk: a power of two >= 64 KiB, aligned
         if ((e = cudaMemsetAsync(l.dgh, 0, kGhashBytes, l.stream)) != cudaSuccess) { call = "cudaMemsetAsync"; break; } // launch_ghash's counter
     }
     if (e == cudaSuccess) return true;
@@ -796,6 +869,7 @@ void staging_atfork_child()
     // themselves are never touched again when the parent used CUDA.
     pthread_mutex_init(&g_pool_lock, nullptr);
     copy_pool_atfork_child();
+    idle_release_atfork_child();
 }
 
 } // namespace gpuaes
@@ -839,6 +913,7 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
         job->status = GPUAES_FAILED;
         return;
     }
+    if (create) idle_release_kick(); // freed again once idle for long
 
     bool idle, fatal;
     {
@@ -848,33 +923,41 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
         fatal = p.fatal();
     }
     if (idle) {
+        slot->idle_since = mono_ns();
         set_state(slot, SlotState::idle);
     } else if (fatal) {
-        set_state(slot, SlotState::dead); // context unusable: wiped (host side) by release()
+        // The context is unusable (no DMA runs any more): pinned memory is
+        // wiped now, the rest stays allocated.
+        destroy_slot(slot, true, false);
+        set_state(slot, SlotState::dead);
     } else {
         destroy_slot(slot, true, true); // streams in doubt: re-create later
         set_state(slot, SlotState::empty);
     }
 }
 
-extern "C" void gpuaes_gpu_release(void)
+namespace gpuaes {
+
+// Slots idle for at least `idle` at `now` (and, with dead_too, dead ones)
+// are wiped and freed; busy ones are left to their jobs.  True while some
+// slot is still held that may become idle (the idle release thread goes on).
+static bool release_slots(int64_t now, int64_t idle, bool dead_too)
 {
-    using namespace gpuaes;
-    if (cuda_forbidden()) return; // forked child: the slots belong to the parent's CUDA
-    // Join the copy workers (a job still running elsewhere finishes its
-    // copies on its own thread); the next job starts them again, unless
-    // this is the exit-time release (copy_pool_stop(true) ran first).
-    copy_pool_stop(false);
+    if (cuda_forbidden()) return false; // forked child: the slots belong to the parent's CUDA
     Slot *mine[kMaxSlots];
+    bool held = false;
     int n = 0;
     pthread_mutex_lock(&g_pool_lock);
-    for (Slot &s : g_slots)
-        if (s.state == SlotState::idle || s.state == SlotState::dead) {
+    for (Slot &s : g_slots) {
+        if ((s.state == SlotState::idle && now - s.idle_since >= idle) || (dead_too && s.state == SlotState::dead)) {
             mine[n++] = &s;
             s.state = SlotState::creating; // in transition: not handed out meanwhile
+        } else if (s.state == SlotState::idle || s.state == SlotState::busy || s.state == SlotState::creating) {
+            held = true; // becomes idle later
         }
+    }
     pthread_mutex_unlock(&g_pool_lock);
-    if (n == 0) return;
+    if (n == 0) return held;
 
     CudaGuest guest(true);
     const bool cuda = !gpu_broken() && guest.ok();
@@ -883,4 +966,12 @@ extern "C" void gpuaes_gpu_release(void)
         if (!cuda) for (Lane &l : mine[i]->lane) l = Lane(); // wiped, left allocated
         set_state(mine[i], SlotState::empty);
     }
+    return held;
 }
+
+bool staging_trim(int64_t now, int64_t idle) { return release_slots(now, idle, false); }
+
+// A running job (only at exit) keeps its slot: its own end wipes it.
+void staging_release(bool) { (void)release_slots(INT64_MAX, 0, true); }
+
+} // namespace gpuaes

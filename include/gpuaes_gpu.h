@@ -156,7 +156,11 @@ const char *gpuaes_gpu_state(void);
  */
 void gpuaes_gpu_run(gpuaes_job *job);
 
-/* Wipes and frees all staging memory (idempotent; also runs at exit). */
+/* Waits for nothing: no job may be running and no keystream window be in
+ * use (every context freed; e.g. at provider unload).  Wipes and frees all
+ * staging slots, pooled keystream windows and the GPU layer's threads; the
+ * layer stays usable (the next job or window makes them again).
+ * Idempotent.  The exit-time release (final) is internal (cuda/gpu_state.h). */
 void gpuaes_gpu_release(void);
 
 /* Gives back everything the GPU layer holds: the initialisation thread
@@ -174,8 +178,11 @@ void gpuaes_gpu_shutdown(void);
  * a launch is being issued goes into the next one (one multi-job kernel, each
  * job with its own key schedule, counter and length).  Windows are pooled
  * process-wide; their pinned memory counts against a process-wide limit.
- * Keystream is secret: buffers are wiped when freed (back to the pool) and
- * at exit.  A window is used by one thread at a time.
+ * Keystream is secret: both buffers are wiped when a window is freed (back
+ * to the pool); pooled windows idle for a while are freed, and all at exit.
+ * A window is used by one thread at a time (its owner).  Exit: release
+ * never wipes or frees a window while its owner is inside a call on it or
+ * has it pinned (gpuaes_ks_pin), and every call after it fails cleanly.
  */
 typedef struct gpuaes_ks_window gpuaes_ks_window;
 
@@ -195,12 +202,16 @@ gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key,
                              const unsigned char ctr[16], size_t nbytes, int ctr32,
                              char error[160]);
 
-/* Never blocks.  1: the last fill is complete, gpuaes_ks_data() holds it;
- * 0: still in flight; -1: it failed (error says why) or the GPU can no
- * longer be used (fork, exit): the data must not be read. */
+/* Never blocks.  1: the last fill is complete; 0: still in flight; -1: it
+ * failed (error says why) or the GPU can no longer be used (fork, exit). */
 int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160]);
 
-const unsigned char *gpuaes_ks_data(const gpuaes_ks_window *w);
+/* gpuaes_ks_ready(), and on 1 also pins the window: *data is the keystream
+ * of the last fill, readable until gpuaes_ks_unpin(w), and the exit-time
+ * release waits for (or leaves alone) a pinned window instead of wiping it.
+ * On 0 and -1 nothing is pinned and *data is NULL. */
+int gpuaes_ks_pin(gpuaes_ks_window *w, const unsigned char **data, char error[160]);
+void gpuaes_ks_unpin(gpuaes_ks_window *w);
 
 /* Waits for a fill in flight, wipes the buffers and returns the window to
  * the pool.  NULL is fine. */
@@ -208,6 +219,9 @@ void gpuaes_ks_window_free(gpuaes_ks_window *w);
 
 /* Launches and jobs so far (coalescing evidence), for the provider's parameters. */
 void gpuaes_ks_stats(unsigned long long *launches, unsigned long long *jobs);
+
+/* Windows that exist now (in use or pooled), and of them pooled. */
+void gpuaes_ks_windows(size_t *windows, size_t *pooled);
 
 #ifdef __cplusplus
 }

@@ -534,6 +534,7 @@ typedef struct ks_state {
     uint64_t lead;                    /* how far ahead of pos to place a new window */
     size_t win_next;                  /* size of the next fill */
     int head, count;                  /* ring of filled windows, oldest first */
+    int ahead;                        /* windows kept filled: earned by using them (KS_NWIN at most) */
     ks_win win[KS_NWIN];
     /* Back-off: of the last KS_JUDGE retired windows, bytes made and used. */
     uint64_t judged_len, judged_used;
@@ -588,8 +589,6 @@ static int ks_sync_fb(block_ctx *c)
     return 1;
 }
 
-/* Hands every window back (wiped by the GPU layer); the fallback keeps going
- * from wherever ks_sync_fb() put it. */
 /* Streams in keystream mode now, process-wide (keystream_max_streams). */
 static _Atomic size_t ks_streams;
 
@@ -604,19 +603,24 @@ static int ks_stream_claim(const block_ctx *c)
     return 1;
 }
 
+/* Hands every window back (wiped by the GPU layer); the fallback keeps going
+ * from wherever ks_sync_fb() put it. */
 static void ks_end(block_ctx *c)
 {
     ks_state *k = c->ks;
 
     if (k == NULL)
         return;
-    atomic_fetch_sub(&ks_streams, 1);
     for (int i = 0; i < KS_NWIN; i++) {
         ks_count_used(k->win[i].used);
         gpuaes_ks_window_free(k->win[i].w);
     }
     OPENSSL_clear_free(k, sizeof(*k));
     c->ks = NULL;
+    /* Only now, with its windows back in the pool: a stream that claims the
+     * slot meanwhile would make new windows, and the pool would outgrow
+     * 3 x keystream_max_streams. */
+    atomic_fetch_sub(&ks_streams, 1);
 }
 
 static void ks_fail(block_ctx *c, const char *what, const char *error)
@@ -637,7 +641,7 @@ static void ks_topup(block_ctx *c)
     ks_state *k = c->ks;
     char err[160] = "";
 
-    while (k != NULL && k->count < KS_NWIN) {
+    while (k != NULL && k->count < k->ahead) {
         ks_win *x = &k->win[(k->head + k->count) % KS_NWIN];
         unsigned char ctr[BLOCK];
         uint64_t start = (k->pos + k->lead + BLOCK - 1) & ~(uint64_t)(BLOCK - 1);
@@ -702,6 +706,7 @@ static int ks_begin(block_ctx *c)
     memcpy(k->base, iv, BLOCK);
     k->pos = k->fb_pos = num;
     k->next_req = 0;
+    k->ahead = 1;                     /* one window until the stream shows it uses them */
     k->win_next = KS_FIRST_WINDOW < c->prov->ks_max_window ? KS_FIRST_WINDOW
                                                            : c->prov->ks_max_window;
     c->ks = k;
@@ -723,6 +728,9 @@ static void ks_retire(ks_state *k)
     ks_win *x = &k->win[k->head];
 
     ks_count_used(x->used);
+    /* Mostly used: the stream consumes keystream, one more window ahead. */
+    if (x->used * 2 >= x->len && k->ahead < KS_NWIN)
+        k->ahead++;
     k->judged_len += x->len;
     k->judged_used += x->used;
     if (++k->judged >= KS_JUDGE) {
@@ -735,6 +743,35 @@ static void ks_retire(ks_state *k)
     x->state = x->state == KW_READY ? KW_IDLE : KW_DRAINING;
     k->head = (k->head + 1) % KS_NWIN;
     k->count--;
+}
+
+/* Leaves keystream mode; the stream ramps again after `ramp` CPU bytes. */
+static void ks_leave(block_ctx *c, size_t ramp)
+{
+    ks_end(c);
+    c->ramp_left = ramp;
+    set_hot(c);
+}
+
+/*
+ * After a whole-job update: the windows the stream jumped over are retired
+ * unused (wasted, and judged by the back-off), and none is made in their
+ * place: keystream is made only for streams of small updates.  With none
+ * left ahead the stream leaves keystream mode (giving its claim back) and
+ * ramps again, so a stream of large updates wastes at most one window set.
+ */
+static void ks_jumped(block_ctx *c)
+{
+    ks_state *k = c->ks;
+
+    while (k->count > 0 && k->win[k->head].start + k->win[k->head].len <= k->pos)
+        ks_retire(k);
+    k->ahead = 1;
+    if (k->give_up)
+        ks_leave(c, c->prov->ks_ramp < SIZE_MAX / KS_BACKOFF
+                 ? c->prov->ks_ramp * KS_BACKOFF : SIZE_MAX - 1);
+    else if (k->count == 0)
+        ks_leave(c, c->prov->ks_ramp);
 }
 
 /* bytes on the CPU, from position pos */
@@ -767,7 +804,7 @@ static int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outs
             return 0;
         k->pos += inl;
         k->fb_pos = k->pos;
-        ks_topup(c);
+        ks_jumped(c);
         return 1;
     }
     while (done < inl) {
@@ -782,7 +819,9 @@ static int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outs
             continue;
         }
         if (x != NULL && x->start <= k->pos) {
-            int r = gpuaes_ks_ready(x->w, err);
+            const unsigned char *ks = NULL;
+            /* Pinned while XORed: the exit-time release cannot wipe it under us. */
+            int r = gpuaes_ks_pin(x->w, &ks, err);
 
             if (r > 0) {
                 uint64_t off = k->pos - x->start;
@@ -800,7 +839,8 @@ static int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outs
                 }
                 if (n > x->len - off)
                     n = (size_t)(x->len - off);
-                ks_xor(out + done, in + done, gpuaes_ks_data(x->w) + off, n);
+                ks_xor(out + done, in + done, ks + off, n);
+                gpuaes_ks_unpin(x->w);
                 x->used += n;
                 k->pos += n;
                 done += n;
@@ -832,12 +872,10 @@ static int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outs
     } else if (k != NULL && k->give_up) {
         if (ks_sync_fb(c)) {
             gpuaes_debug("CTR stream: keystream mostly wasted; on the CPU for a while");
-            ks_end(c);
-            c->ramp_left = c->prov->ks_ramp < SIZE_MAX / KS_BACKOFF
-                ? c->prov->ks_ramp * KS_BACKOFF : SIZE_MAX - 1;
-            set_hot(c);
+            ks_leave(c, c->prov->ks_ramp < SIZE_MAX / KS_BACKOFF
+                     ? c->prov->ks_ramp * KS_BACKOFF : SIZE_MAX - 1);
         }
-    } else if (k != NULL && k->count < KS_NWIN) {
+    } else if (k != NULL && k->count < k->ahead) {
         ks_topup(c);
     }
     *outl = inl;
@@ -893,7 +931,8 @@ static __attribute__((noinline)) int update_offload(block_ctx *c, unsigned char 
                 return ks_update(c, out, outl, outsize, in, inl);
             }
             c->ramp_left = c->prov->ks_ramp;   /* no GPU or no window now: try again later */
-        } else {
+        } else if (inl < c->gpu_min) {
+            /* Only small updates ramp: keystream ahead is for streams of them. */
             c->ramp_left = inl < c->ramp_left ? c->ramp_left - inl : 0;
         }
     }
@@ -937,6 +976,15 @@ int block_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
 {
     block_ctx *c = vctx;
 
+    /* A finished stream gives its windows and its keystream claim back. */
+    if (c->ks != NULL) {
+        int synced = ks_sync_fb(c);
+
+        ks_end(c);
+        update_gpu_min(c);
+        if (!synced)
+            return 0;
+    }
     if (!c->fb->final(c->fbctx, out, outl, outsize)) {
         /* The default provider may keep (even transform) its buffer: GPU
          * updates need our mirror of it, so they wait for a re-init. */

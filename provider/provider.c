@@ -98,6 +98,7 @@ static const OSSL_PARAM *gpuaes_gettable_params(void *provctx)
         OSSL_PARAM_uint64("keystream-used", NULL),
         OSSL_PARAM_uint64("keystream-launches", NULL),
         OSSL_PARAM_uint64("keystream-jobs", NULL),
+        OSSL_PARAM_uint64("keystream-windows", NULL),
         OSSL_PARAM_END
     };
     return table;
@@ -164,7 +165,8 @@ static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
     return keystream_get_params(prov, params);
 }
 
-/* Keystream ahead: enabled, bytes of keystream made / used (waste = made - used), launches and jobs. */
+/* Keystream ahead: enabled, bytes of keystream made / used (waste = made - used), launches and
+ * jobs, windows that exist now (in use or pooled). */
 static int keystream_get_params(const gpuaes_prov *prov, OSSL_PARAM params[])
 {
     unsigned long long launches = 0, jobs = 0;
@@ -186,6 +188,14 @@ static int keystream_get_params(const gpuaes_prov *prov, OSSL_PARAM params[])
     p = OSSL_PARAM_locate(params, "keystream-jobs");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, jobs))
         return 0;
+    p = OSSL_PARAM_locate(params, "keystream-windows");
+    if (p != NULL) {
+        size_t windows = 0;
+
+        gpuaes_ks_windows(&windows, NULL);
+        if (!OSSL_PARAM_set_uint64(p, windows))
+            return 0;
+    }
     return 1;
 }
 

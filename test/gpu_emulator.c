@@ -196,8 +196,6 @@ const char *gpuaes_gpu_state(void)
     return gpuaes_gpu_description();
 }
 
-void gpuaes_gpu_release(void) {}
-
 
 /* The emulator's own library context: made on first use, freed at shutdown. */
 static OSSL_LIB_CTX *emu_libctx;
@@ -222,6 +220,7 @@ static OSSL_LIB_CTX *emu_get_libctx(void)
 /* The last provider instance is gone: join the start-up, forget it. */
 void gpuaes_gpu_shutdown(void)
 {
+    gpuaes_gpu_release();             /* the pooled windows, as the real layer */
     pthread_mutex_lock(&emu_lock);
     int join = emu_joinable;
 
@@ -454,19 +453,71 @@ void gpuaes_gpu_run(gpuaes_job *job)
  * the window reports ready only on the second poll, so the provider's
  * "keystream not ready yet: CPU path" branch runs in every test.  The
  * process-wide limit is honoured (tests set it small).  Any configured fault
- * (GPUAES_FAULT) makes every fill fail when polled. */
-#include <stdatomic.h>
+ * (GPUAES_FAULT) makes every fill fail when polled.
+ * The real layer's lifecycle contract is mirrored: freed windows are wiped
+ * and pooled (a new window of the same size comes from the pool), and at
+ * exit every window is wiped and its buffer freed, except while its owner
+ * is inside a call on it or has it pinned (waited for, up to a bound); every
+ * call after that fails cleanly.  gpuaes_gpu_release() frees the pool. */
 
 struct gpuaes_ks_window {
-    unsigned char *buf;
+    unsigned char *buf;               /* NULL once freed by the exit-time release */
     size_t cap;
     int polls;                        /* polls since the last fill */
     int pending;                      /* a fill is in flight */
+    _Atomic int busy;                 /* the owner is in a call on it, or has it pinned */
+    int pooled;
+    struct gpuaes_ks_window *next;    /* every window made (emu_all) */
 };
 
 static _Atomic size_t emu_ks_limit = (size_t)256 << 20;
 static _Atomic size_t emu_ks_used;
 static _Atomic unsigned long long emu_ks_fills;
+static _Atomic int emu_ks_closing;     /* the exit-time release ran: no call uses a window */
+static pthread_mutex_t emu_ks_lock = PTHREAD_MUTEX_INITIALIZER; /* emu_all, pooled, counts */
+static struct gpuaes_ks_window *emu_all;
+static size_t emu_nwindows, emu_npooled;
+static pthread_once_t emu_atexit_once = PTHREAD_ONCE_INIT;
+
+/* The owner's use of w, as the real layer's: a seq_cst store, then the flag. */
+static int emu_enter(gpuaes_ks_window *w)
+{
+    atomic_store(&w->busy, 1);
+    if (!atomic_load(&emu_ks_closing))
+        return 1;
+    atomic_store(&w->busy, 0);
+    return 0;
+}
+
+static void emu_leave(gpuaes_ks_window *w)
+{
+    atomic_store_explicit(&w->busy, 0, memory_order_release);
+}
+
+/* Exit: wipe and free every window's buffer; a busy one is waited for (up
+ * to 1 s in all) and left alone if it stays busy. */
+static void emu_ks_exit_release(void)
+{
+    struct timespec ts = { 0, 100000 };
+    int waits = 10000;
+
+    atomic_store(&emu_ks_closing, 1);
+    pthread_mutex_lock(&emu_ks_lock);
+    for (gpuaes_ks_window *w = emu_all; w != NULL; w = w->next) {
+        while (atomic_load(&w->busy) && waits-- > 0)
+            nanosleep(&ts, NULL);
+        if (atomic_load(&w->busy) || w->buf == NULL)
+            continue;
+        OPENSSL_clear_free(w->buf, w->cap);
+        w->buf = NULL;
+    }
+    pthread_mutex_unlock(&emu_ks_lock);
+}
+
+static void emu_register_atexit(void)
+{
+    atexit(emu_ks_exit_release);
+}
 
 void gpuaes_ks_set_limit(size_t total_bytes)
 {
@@ -477,8 +528,18 @@ gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
 {
     gpuaes_ks_window *w;
 
-    if (cap == 0 || cap % 16 != 0 || !gpuaes_gpu_available())
+    if (cap == 0 || cap % 16 != 0 || !gpuaes_gpu_available() || atomic_load(&emu_ks_closing))
         return NULL;
+    pthread_once(&emu_atexit_once, emu_register_atexit);
+    pthread_mutex_lock(&emu_ks_lock);
+    for (w = emu_all; w != NULL; w = w->next)
+        if (w->pooled && w->cap == cap && w->buf != NULL) {
+            w->pooled = 0;
+            emu_npooled--;
+            pthread_mutex_unlock(&emu_ks_lock);
+            return w;
+        }
+    pthread_mutex_unlock(&emu_ks_lock);
     if (atomic_fetch_add(&emu_ks_used, cap) + cap > atomic_load(&emu_ks_limit)) {
         atomic_fetch_sub(&emu_ks_used, cap);
         return NULL;
@@ -492,6 +553,11 @@ gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
         return NULL;
     }
     w->cap = cap;
+    pthread_mutex_lock(&emu_ks_lock);
+    w->next = emu_all;
+    emu_all = w;
+    emu_nwindows++;
+    pthread_mutex_unlock(&emu_ks_lock);
     return w;
 }
 
@@ -507,12 +573,15 @@ gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key,
             strcpy(error, "emulator: invalid fill");
         return GPUAES_FAILED;
     }
+    if (!emu_enter(w))
+        return GPUAES_BUSY;
     memcpy(c, ctr, 16);
     for (size_t i = 0; i < nbytes; i += 16) {
         memcpy(w->buf + i, c, 16);
         add128(c, 1, ctr32);
     }
     if (!ecb(key, 1, w->buf, w->buf, nbytes)) {
+        emu_leave(w);
         if (error != NULL)
             strcpy(error, "emulator: AES failed");
         return GPUAES_FAILED;
@@ -520,17 +589,26 @@ gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key,
     w->pending = 1;
     w->polls = 0;
     atomic_fetch_add(&emu_ks_fills, 1);
+    emu_leave(w);
     return GPUAES_OK;
 }
 
-int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
+/* ready(); 1 leaves the window entered (pinned). */
+static int emu_ready(gpuaes_ks_window *w, char error[160])
 {
 
-    if (w == NULL || !w->pending)
+    if (w == NULL || !emu_enter(w))
         return -1;
-    if (++w->polls < 2)
+    if (!w->pending) {
+        emu_leave(w);
+        return -1;
+    }
+    if (++w->polls < 2) {
+        emu_leave(w);
         return 0;
+    }
     if (atomic_load(&emu_fault) != GPUAES_FAULT_NONE) {
+        emu_leave(w);
         if (error != NULL)
             strcpy(error, "emulated fault injected by GPUAES_FAULT");
         return -1;
@@ -538,18 +616,73 @@ int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
     return 1;
 }
 
-const unsigned char *gpuaes_ks_data(const gpuaes_ks_window *w)
+int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
 {
-    return w->buf;
+    int r = emu_ready(w, error);
+
+    if (r > 0)
+        emu_leave(w);
+    return r;
+}
+
+int gpuaes_ks_pin(gpuaes_ks_window *w, const unsigned char **data, char error[160])
+{
+    int r = emu_ready(w, error);
+
+    *data = r > 0 ? w->buf : NULL;
+    return r;
+}
+
+void gpuaes_ks_unpin(gpuaes_ks_window *w)
+{
+    emu_leave(w);
 }
 
 void gpuaes_ks_window_free(gpuaes_ks_window *w)
 {
-    if (w == NULL)
-        return;
-    atomic_fetch_sub(&emu_ks_used, w->cap);
-    OPENSSL_clear_free(w->buf, w->cap);
-    OPENSSL_free(w);
+    if (w == NULL || !emu_enter(w))
+        return;                       /* exit: the release wiped and freed it */
+    OPENSSL_cleanse(w->buf, w->cap);
+    w->pending = 0;
+    w->polls = 0;
+    emu_leave(w);
+    pthread_mutex_lock(&emu_ks_lock);
+    w->pooled = 1;
+    emu_npooled++;
+    pthread_mutex_unlock(&emu_ks_lock);
+}
+
+void gpuaes_ks_windows(size_t *windows, size_t *pooled)
+{
+    pthread_mutex_lock(&emu_ks_lock);
+    if (windows != NULL)
+        *windows = emu_nwindows;
+    if (pooled != NULL)
+        *pooled = emu_npooled;
+    pthread_mutex_unlock(&emu_ks_lock);
+}
+
+/* Unload: the pool is freed (no window may be in use: the contract). */
+void gpuaes_gpu_release(void)
+{
+    gpuaes_ks_window **pp = &emu_all;
+
+    pthread_mutex_lock(&emu_ks_lock);
+    while (*pp != NULL) {
+        gpuaes_ks_window *w = *pp;
+
+        if (!w->pooled) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        emu_nwindows--;
+        emu_npooled--;
+        atomic_fetch_sub(&emu_ks_used, w->cap);
+        OPENSSL_clear_free(w->buf, w->cap);
+        OPENSSL_free(w);
+    }
+    pthread_mutex_unlock(&emu_ks_lock);
 }
 
 void gpuaes_ks_stats(unsigned long long *launches, unsigned long long *jobs)

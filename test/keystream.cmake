@@ -30,3 +30,22 @@ add_test(NAME ks_api COMMAND test_ks_api)
 set_tests_properties(ks_api PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)
 add_test(NAME ks_api_emu COMMAND test_ks_api_emu)
 set_tests_properties(ks_api_emu PROPERTIES LABELS emu TIMEOUT 300)
+
+# The lifecycle of keystream streams and windows (test_ks_life.c): large
+# updates after keystream mode, final, and the window pool's bound.
+gpuaes_test_program(test_ks_life test_ks_life.c)
+set(_life_env "GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=64K;GPUAES_KEYSTREAM_TOTAL_BYTES=16M")
+foreach(t jump mixed final)
+  gpuaes_test(NAME ks_life_${t} COMMAND test_ks_life ${t} --gpu LABELS gpu TIMEOUT 300
+    ENV "${_life_env};GPUAES_KEYSTREAM_MAX_STREAMS=1")
+endforeach()
+# 256 KiB windows: freeing a stream's windows takes long enough for a race
+# with another stream's entry to show.
+gpuaes_test(NAME ks_life_pool COMMAND test_ks_life pool --gpu LABELS gpu TIMEOUT 300
+  ENV "GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=256K;GPUAES_KEYSTREAM_TOTAL_BYTES=64M;GPUAES_KEYSTREAM_MAX_STREAMS=2")
+
+# exit() while threads XOR against keystream windows (test_ks_exit.c): the
+# exit-time release must neither crash them nor let them emit plaintext.
+gpuaes_test_program(test_ks_exit test_ks_exit.c)
+gpuaes_test(NAME ks_exit COMMAND test_ks_exit --gpu LABELS gpu TIMEOUT 600
+  ENV "GPUAES_KEYSTREAM_RAMP_BYTES=16K;GPUAES_KEYSTREAM_MAX_WINDOW=256K;GPUAES_KEYSTREAM_TOTAL_BYTES=64M;GPUAES_KEYSTREAM_MAX_STREAMS=16")

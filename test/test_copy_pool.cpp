@@ -3,8 +3,9 @@
 // odd sizes and alignments, plain and streaming stores, owners helping and
 // waiting out of order, and the workers stopped and restarted while copies
 // are in flight; XOR copies (dst = src ^ ks, staging's CTR copy-out), also in
-// place.  Every byte of every destination is checked, and the bytes around
-// it must be untouched.
+// place; copies that wipe their staging operand (kCopyWipe: src, or ks) and a
+// second buffer as they go.  Every byte of every destination is checked, the
+// bytes around it must be untouched, and every wiped byte must be zero.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -31,8 +32,10 @@ enum Kind { kCopy, kXor, kXorInPlace };
 struct Buf {
     std::vector<unsigned char> src, dst; // dst has kGuard bytes either side
     std::vector<unsigned char> ks, want; // XOR: the keystream, and src ^ ks
+    std::vector<unsigned char> also;     // kCopyWipe: a second buffer to wipe, or empty
     size_t n = 0, src_off = 0, dst_off = 0;
     Kind kind = kCopy;
+    bool wipe = false;
 };
 
 unsigned char *dst_of(Buf &b) { return b.dst.data() + kGuard + b.dst_off; }
@@ -56,12 +59,22 @@ void make(Buf &b, std::mt19937_64 &rng, size_t n, Kind kind)
     if (kind == kXorInPlace) std::memcpy(dst_of(b), b.src.data() + b.src_off, n);
 }
 
-void start(CopyTask *t, Buf &b, unsigned flags)
+void start(CopyTask *t, Buf &b, unsigned flags, std::mt19937_64 &rng)
 {
     unsigned char *d = dst_of(b);
     const unsigned char *src = b.kind == kXorInPlace ? d : b.src.data() + b.src_off;
-    if (b.kind == kCopy) copy_start(t, d, src, b.n, flags);
-    else copy_start_xor(t, d, src, b.ks.data(), b.n, flags);
+    b.wipe = (flags & kCopyWipe) != 0;
+    if (b.wipe && rng() % 2) b.also.assign(b.n, 0x5a);
+    void *also = b.also.empty() ? nullptr : b.also.data();
+    if (b.kind == kCopy) copy_start(t, d, src, b.n, flags, also);
+    else copy_start_xor(t, d, src, b.ks.data(), b.n, flags, also);
+}
+
+bool all_zero(const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        if (p[i] != 0) return false;
+    return true;
 }
 
 void check(const Buf &b, const char *what)
@@ -83,6 +96,12 @@ void check(const Buf &b, const char *what)
             ++g_failures;
             return;
         }
+    if (!b.wipe) return;
+    const unsigned char *staged = b.kind == kCopy ? b.src.data() + b.src_off : b.ks.data();
+    if (!all_zero(staged, b.n) || !all_zero(b.also.data(), b.also.size())) {
+        std::fprintf(stderr, "FAIL %s: a wiped byte is not zero (%zu bytes)\n", what, b.n);
+        ++g_failures;
+    }
 }
 
 size_t random_size(std::mt19937_64 &rng)
@@ -105,7 +124,7 @@ void owner(unsigned seed, int rounds)
         CopyTask t[4];
         for (int i = 0; i < k; ++i) {
             make(b[i], rng, random_size(rng), (Kind)(rng() % 3));
-            start(&t[i], b[i], (unsigned)(rng() & 3));
+            start(&t[i], b[i], (unsigned)(rng() & (kCopyStream | kCopyUrgent | kCopyWipe)), rng);
         }
         for (int s = 0; s < 8; ++s) (void)copy_help(&t[rng() % k]);
         int order[4] = {0, 1, 2, 3};

@@ -234,8 +234,14 @@ static void window(int expect_gpu)
             ;
         memset(g_in + BIG - CAP, 0, CAP);
         reference("AES-256-CTR", g_in + BIG - CAP, g_ref, CAP); /* keystream = CTR of zeros */
-        CHECKF(r == 1 && memcmp(gpuaes_ks_data(w), g_ref, CAP) == 0, "keystream window: ready %d (%s), data %s", r,
-               err, r == 1 && memcmp(gpuaes_ks_data(w), g_ref, CAP) == 0 ? "right" : "wrong");
+        {
+            const unsigned char *ks = NULL;
+            int same = r == 1 && gpuaes_ks_pin(w, &ks, err) == 1 && memcmp(ks, g_ref, CAP) == 0;
+
+            if (ks != NULL)
+                gpuaes_ks_unpin(w);
+            CHECKF(same, "keystream window: ready %d (%s), data %s", r, err, same ? "right" : "wrong");
+        }
     }
     gpuaes_ks_window_free(w);
     gpuaes_key_free(k);

@@ -6,7 +6,9 @@
  *  - every key size, lengths of 1 block to 1 MiB;
  *  - 24 windows filled at once from 4 threads (coalesced launches on a GPU);
  *  - a window reused after it was ready, and freed while in flight;
- *  - the in-flight budget: refused fills reserve nothing.
+ *  - the in-flight budget: refused fills reserve nothing;
+ *  - gpuaes_gpu_release() (unload) frees the pool and leaves the layer
+ *    usable; pooled windows idle for long are freed (real layer only).
  * Built twice: against the real GPU layer (label gpu, exit 77 without a GPU)
  * and against test/gpu_emulator.c.
  */
@@ -116,14 +118,20 @@ static void make_job(job *j, uint64_t *s, size_t cap)
 static void check_job(job *j, const char *what)
 {
     unsigned char *want = malloc(j->n);
+    const unsigned char *ks = NULL;
     char err[160] = "";
     int r = wait_ready(j->w, err);
 
     CHECK(r == 1, "%s: window not ready (%d: %s)", what, r, err);
     CHECK(want != NULL && expect(j->key, j->keylen, j->ctr, j->ctr32, want, j->n), "%s: reference", what);
-    if (r == 1 && want != NULL)
-        CHECK(memcmp(gpuaes_ks_data(j->w), want, j->n) == 0,
-              "%s: keystream differs (key %zu, ctr32 %d, %zu bytes)", what, j->keylen * 8, j->ctr32, j->n);
+    if (r == 1 && want != NULL) {
+        CHECK(gpuaes_ks_pin(j->w, &ks, err) == 1 && ks != NULL, "%s: pin of a ready window: %s", what, err);
+        if (ks != NULL) {
+            CHECK(memcmp(ks, want, j->n) == 0, "%s: keystream differs (key %zu, ctr32 %d, %zu bytes)", what,
+                  j->keylen * 8, j->ctr32, j->n);
+            gpuaes_ks_unpin(j->w);
+        }
+    }
     free(want);
 }
 
@@ -226,6 +234,48 @@ static void inflight_budget(void)
     printf("in-flight budget: %d of %d fills refused while full\n", nrefused, BUDGET_WINDOWS);
 }
 
+/* One window through fill, check and free: the layer works. */
+static void one_window(const char *what)
+{
+    job j;
+    uint64_t s = 99;
+
+    make_job(&j, &s, CAP);
+    j.w = gpuaes_ks_window_new(CAP);
+    CHECK(j.w != NULL && j.gk != NULL, "%s: window/key", what);
+    if (j.w != NULL && j.gk != NULL) {
+        char err[160] = "";
+
+        CHECK(gpuaes_ks_fill(j.w, j.gk, j.ctr, j.n, j.ctr32, err) == GPUAES_OK, "%s: fill: %s", what, err);
+        check_job(&j, what);
+    }
+    gpuaes_ks_window_free(j.w);
+    gpuaes_key_free(j.gk);
+}
+
+/* Unload: the pool is freed and the layer is usable again; idle windows go. */
+static void lifecycle(int real)
+{
+    size_t windows = 0, pooled = 0;
+
+    gpuaes_gpu_release();
+    gpuaes_ks_windows(&windows, &pooled);
+    CHECK(windows == 0 && pooled == 0, "after release: %zu windows (%zu pooled)", windows, pooled);
+    one_window("after release");
+    gpuaes_ks_windows(&windows, &pooled);
+    CHECK(windows == 1 && pooled == 1, "one window freed: %zu windows (%zu pooled)", windows, pooled);
+    if (!real)
+        return;                       /* the emulator has no idle release thread */
+    {
+        struct timespec ts = { 3, 500000000 }; /* > 1.5 x the idle bound (2 s) */
+
+        nanosleep(&ts, NULL);
+    }
+    gpuaes_ks_windows(&windows, &pooled);
+    CHECK(windows == 0, "a window idle for 3.5 s is still there (%zu windows)", windows);
+    one_window("after the idle release");
+}
+
 int main(int argc, char **argv)
 {
     pthread_t th[4];
@@ -252,6 +302,8 @@ int main(int argc, char **argv)
         CHECK(w == NULL, "a window beyond the limit");
         gpuaes_ks_window_free(w);
     }
+    gpuaes_ks_set_limit((size_t)64 << 20);
+    lifecycle(strncmp(gpuaes_gpu_description(), "CPU emulation", 13) != 0);
     gpuaes_ks_stats(&launches, &jobs);
     printf("ks_api: %llu fills in %llu launches; %s\n", jobs, launches, failures ? "FAILED" : "ok");
     gpuaes_gpu_release();
