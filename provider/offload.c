@@ -22,22 +22,25 @@ int offload_ruled_out(offload_kind kind)
 }
 
 /*
- * The GPU's start-up costs 0.2-0.9 s in the background and ~0.5 GiB of
- * device memory, and a process that exits while it runs waits for the CUDA
- * call in progress (cuda/device.cu).  So it starts only in a process that
- * has already done gpu_start_bytes of work the GPU could have taken, on the
- * CPU: short processes never pay for it.  An explicit offload_min_bytes
- * starts it at the first such call.
+ * The GPU's start-up costs 0.2-0.9 s and ~0.5 GiB of device memory.  It
+ * starts only in a process that has already done gpu_start_bytes of work the
+ * GPU could have taken, on the CPU (an explicit offload_min_bytes: at the
+ * first such call), so short processes never pay for it.  The call that
+ * crosses the threshold waits for it (gpuaes_gpu_wait): a process must not
+ * exit while the CUDA runtime starts on another thread, which crashed at exit
+ * on the H200 (docs/DESIGN.md, "Threads, fork, errors, secrets").
  */
 int offload_gpu_up(const gpuaes_prov *prov, size_t len)
 {
     static _Atomic uint64_t eligible;
 
-    if (!prov->offload_min_set && !gpuaes_gpu_started()
+    if (gpuaes_gpu_started())
+        return gpuaes_gpu_available();
+    if (!prov->offload_min_set
         && atomic_fetch_add_explicit(&eligible, len, memory_order_relaxed) + len
                < prov->gpu_start_bytes)
         return 0;
-    return gpuaes_gpu_available();
+    return gpuaes_gpu_wait();
 }
 
 int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)

@@ -41,7 +41,7 @@
 
 static PFN_cuInit_v2000 p_init;
 static PFN_cuDeviceGet_v2000 p_device_get;
-static PFN_cuCtxCreate_v3020 p_ctx_create;
+static CUresult (*p_ctx_create)(CUcontext *, CUctxCreateParams *, unsigned int, CUdevice); /* _v4 */
 static PFN_cuCtxDestroy_v4000 p_ctx_destroy;
 static PFN_cuCtxGetCurrent_v4000 p_ctx_get;
 
@@ -51,15 +51,18 @@ static cudaError_t g_pending; /* the error the program leaves pending */
 /* 0 when there is no usable driver (the test is skipped). */
 static int load_driver(void)
 {
-    static const struct { const char *name; void **fn; } fns[] = {
-        { "cuInit", (void **)&p_init }, { "cuDeviceGet", (void **)&p_device_get },
-        { "cuCtxCreate", (void **)&p_ctx_create }, { "cuCtxDestroy", (void **)&p_ctx_destroy },
-        { "cuCtxGetCurrent", (void **)&p_ctx_get },
+    static const struct { const char *name; void **fn; int version; } fns[] = {
+        { "cuInit", (void **)&p_init, 12000 }, { "cuDeviceGet", (void **)&p_device_get, 12000 },
+        { "cuCtxCreate", (void **)&p_ctx_create, 12050 }, /* _v4: (pctx, params, flags, dev) */
+        { "cuCtxDestroy", (void **)&p_ctx_destroy, 12000 },
+        { "cuCtxGetCurrent", (void **)&p_ctx_get, 12000 },
     };
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; ++i) {
         enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-        /* 12000: cuCtxCreate(pctx, flags, dev), the others unchanged since. */
-        if (cudaGetDriverEntryPointByVersion(fns[i].name, fns[i].fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        /* cuCtxCreate's current form (_v4, CUDA 12.5 on): a 12000 query gave a
+         * form that failed on the H200's CUDA 13 driver. */
+        if (cudaGetDriverEntryPointByVersion(fns[i].name, fns[i].fn, fns[i].version, cudaEnableDefault, &q)
+                != cudaSuccess ||
             q != cudaDriverEntryPointSuccess || *fns[i].fn == NULL)
             return 0;
     }
@@ -291,9 +294,13 @@ int main(void)
         return TEST_SKIP;
     }
     /* The program's own context, current on this thread (pushed by cuCtxCreate). */
-    if (p_ctx_create(&app, 0, dev) != CUDA_SUCCESS || current_ctx() != app) {
-        fprintf(stderr, "cuCtxCreate failed\n");
-        return 1;
+    {
+        CUresult r = p_ctx_create(&app, NULL, 0, dev);
+
+        if (r != CUDA_SUCCESS || current_ctx() != app) {
+            fprintf(stderr, "cuCtxCreate failed: %d\n", (int)r);
+            return 1;
+        }
     }
     /* ... and an error it has not looked at yet. */
     g_pending = cudaMalloc(&huge, (size_t)1 << 62);
