@@ -31,6 +31,7 @@
 #include "cuda_guest.h"
 #include "gpu_settings.h"
 #include "gpu_state.h"
+#include "gpuaes_atexit.h"
 #include "gpuaes_gpu.h"
 #include "pdl.cuh"
 
@@ -195,7 +196,7 @@ void do_init()
     // Wipe the staging buffers at exit, before the CUDA runtime's own
     // teardown (registered earlier, so it runs later).
     static std::atomic<bool> registered{false};
-    if (!registered.exchange(true)) std::atexit(at_exit_release);
+    if (!registered.exchange(true)) gpuaes_atexit([](void *) { at_exit_release(); }, nullptr);
 }
 
 void finish_init()
@@ -227,7 +228,7 @@ void start_init()
     pthread_mutex_lock(&g_init_lock);
     if (g_init_state.load(std::memory_order_relaxed) == kInitNone && !exit_began()) {
         static bool registered = false; // under g_init_lock
-        if (!registered) registered = std::atexit(stop_init_at_exit) == 0;
+        if (!registered) registered = gpuaes_atexit([](void *) { stop_init_at_exit(); }, nullptr) == 0;
         g_init_state.store(kInitRunning, std::memory_order_relaxed);
         // The init thread takes no signals: they are the application's.
         sigset_t all, old;

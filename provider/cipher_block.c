@@ -798,8 +798,10 @@ static int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outs
         ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
         return 0;
     }
-    if (inl >= c->gpu_min && gpuaes_gpu_available()) {
-        /* A large update: the whole-job GPU path, from the true position. */
+    if (inl >= c->gpu_min && gpuaes_gpu_available()
+        && dispatch_to_gpu(c->prov, OFFLOAD_CTR, c->var->keylen, inl)) {
+        /* A large update: the whole-job GPU path, from the true position.
+         * (Declined by dispatch, it takes the windows and the CPU below.) */
         if (!ks_sync_fb(c) || !update_stream(c, out, outl, outsize, in, inl))
             return 0;
         k->pos += inl;

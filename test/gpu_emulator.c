@@ -26,6 +26,7 @@
 #include <openssl/evp.h>
 #include <openssl/provider.h>
 
+#include "gpuaes_atexit.h"
 #include "gpuaes_gpu.h"
 
 #define EMU_CHUNK ((size_t)1 << 20)    /* small, so tests cross many chunk boundaries */
@@ -108,10 +109,11 @@ static void *emu_start_main(void *ms)
 }
 
 /* As cuda/device.cu's stop_init_at_exit(). */
-static void emu_stop_at_exit(void)
+static void emu_stop_at_exit(void *unused)
 {
     int join;
 
+    (void)unused;
     atomic_store(&emu_exiting, 1);
     pthread_mutex_lock(&emu_lock);
     join = emu_joinable;
@@ -137,7 +139,7 @@ static void emu_start(void)
         static int registered;      /* under emu_lock */
 
         if (!registered)
-            registered = atexit(emu_stop_at_exit) == 0;
+            registered = gpuaes_atexit(emu_stop_at_exit, NULL) == 0;
         emu_joinable = pthread_create(&emu_thread, NULL, emu_start_main, (void *)ms) == 0;
         if (!emu_joinable) {
             pthread_mutex_unlock(&emu_lock);
@@ -496,11 +498,12 @@ static void emu_leave(gpuaes_ks_window *w)
 
 /* Exit: wipe and free every window's buffer; a busy one is waited for (up
  * to 1 s in all) and left alone if it stays busy. */
-static void emu_ks_exit_release(void)
+static void emu_ks_exit_release(void *unused)
 {
     struct timespec ts = { 0, 100000 };
     int waits = 10000;
 
+    (void)unused;
     atomic_store(&emu_ks_closing, 1);
     pthread_mutex_lock(&emu_ks_lock);
     for (gpuaes_ks_window *w = emu_all; w != NULL; w = w->next) {
@@ -516,7 +519,7 @@ static void emu_ks_exit_release(void)
 
 static void emu_register_atexit(void)
 {
-    atexit(emu_ks_exit_release);
+    gpuaes_atexit(emu_ks_exit_release, NULL);
 }
 
 void gpuaes_ks_set_limit(size_t total_bytes)
