@@ -798,10 +798,10 @@ static int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outs
         ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
         return 0;
     }
-    if (inl >= c->gpu_min && gpuaes_gpu_available()
-        && dispatch_to_gpu(c->prov, OFFLOAD_CTR, c->var->keylen, inl)) {
+    if (inl >= c->gpu_min && gpuaes_gpu_available()) {
         /* A large update: the whole-job GPU path, from the true position.
-         * (Declined by dispatch, it takes the windows and the CPU below.) */
+         * (Not asked of dispatch: a stream in keystream mode has the GPU
+         * already, and this path retires the windows it jumps over.) */
         if (!ks_sync_fb(c) || !update_stream(c, out, outl, outsize, in, inl))
             return 0;
         k->pos += inl;
@@ -974,19 +974,26 @@ int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
 }
 
+/* Ends keystream mode, the fallback at gpuaes's position (0: it could not be brought there). */
+static int ks_stop(block_ctx *c)
+{
+    int synced;
+
+    if (c->ks == NULL)
+        return 1;
+    synced = ks_sync_fb(c);
+    ks_end(c);
+    update_gpu_min(c);
+    return synced;
+}
+
 int block_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
 {
     block_ctx *c = vctx;
 
     /* A finished stream gives its windows and its keystream claim back. */
-    if (c->ks != NULL) {
-        int synced = ks_sync_fb(c);
-
-        ks_end(c);
-        update_gpu_min(c);
-        if (!synced)
-            return 0;
-    }
+    if (!ks_stop(c))
+        return 0;
     if (!c->fb->final(c->fbctx, out, outl, outsize)) {
         /* The default provider may keep (even transform) its buffer: GPU
          * updates need our mirror of it, so they wait for a re-init. */
@@ -1008,15 +1015,9 @@ int block_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
         ERR_raise(ERR_LIB_PROV, ERR_R_PASSED_NULL_PARAMETER);
         return 0;
     }
-    if (c->ks != NULL) {
-        /* Rare (EVP_Cipher on a stream that ramped): the CPU, from the true position. */
-        int synced = ks_sync_fb(c);
-
-        ks_end(c);
-        update_gpu_min(c);
-        if (!synced)
-            return 0;
-    }
+    /* Rare (EVP_Cipher on a stream that ramped): the CPU, from the true position. */
+    if (!ks_stop(c))
+        return 0;
     return c->fb->cipher(c->fbctx, out, outl, outsize, in, inl);
 }
 
