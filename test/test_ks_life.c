@@ -16,6 +16,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,7 +187,7 @@ static void test_final(void)
     pair_free(&p);
 }
 
-static volatile int pool_stop;
+static _Atomic int pool_stop;
 static uint64_t pool_most;
 
 static void *pool_thread(void *arg)
