@@ -42,6 +42,8 @@
 #include <openssl/params.h>
 #include <openssl/provider.h>
 
+#include "bench_size.h"
+
 #ifndef GPUAES_DEFAULT_MODULE_DIR
 #define GPUAES_DEFAULT_MODULE_DIR ""
 #endif
@@ -156,29 +158,6 @@ static int find_cipher(const char *name)
         if (strcasecmp(CIPHERS[i].name, name) == 0)
             return (int)i;
     return -1;
-}
-
-/* "16", "1K", "4M", "1KiB", "64MB", "1G" -> bytes; 0 when malformed. */
-static size_t parse_size(const char *s)
-{
-    char *end;
-    unsigned long long v;
-
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s)
-        return 0;
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
-    }
-    if (strcasecmp(end, "ib") == 0 || strcasecmp(end, "b") == 0)
-        end += strlen(end);
-    if (*end != '\0')
-        return 0;
-    return (size_t)v;
 }
 
 static void size_label(size_t n, char *buf, size_t len)

@@ -43,6 +43,8 @@
 #include <openssl/params.h>
 #include <openssl/provider.h>
 
+#include "bench_size.h"
+
 #ifndef GPUAES_DEFAULT_MODULE_DIR
 #define GPUAES_DEFAULT_MODULE_DIR ""
 #endif
@@ -67,23 +69,6 @@ static void fail(const char *what)
         fprintf(stderr, "  %s\n", buf);
     }
     exit(1);
-}
-
-static unsigned long long parse_size(const char *s)
-{
-    char *end;
-    unsigned long long v;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s)
-        return 0;
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
-    }
-    return *end == '\0' ? v : 0;
 }
 
 static double now(clockid_t id)
