@@ -81,6 +81,8 @@ gpuaes_test_program(test_unload test_unload.c)
 target_link_libraries(test_unload PRIVATE api_util ${CMAKE_DL_LIBS})
 gpuaes_test(NAME unload COMMAND test_unload --gpu LABELS gpu TIMEOUT 600
   ENV "GPUAES_OFFLOAD_MIN_BYTES=65536;GPUAES_KEYSTREAM_RAMP_BYTES=64K")
+# NVML's figure is the whole device's: other tests' contexts would move it.
+set_tests_properties(unload PROPERTIES RUN_SERIAL ON)
 
 # The dispatcher decides at the default thresholds: a slow GPU gets little
 # work, a failing one is backed off from; outputs identical (emulator only:
