@@ -13,6 +13,21 @@
 // (a poll loop: no thread is woken per chunk) and copies parts itself when
 // nothing else is ready.
 //
+// The caller's share (job.cpu_share): when nothing moved and no copy part
+// is left to help with, the calling thread takes a piece (kCpuPiece) from
+// the END of the region no chunk has claimed yet, [next_off_, cpu_from_),
+// and processes it on the CPU through the callback.  Chunks are claimed
+// front to back and pieces back to front, so the GPU and the caller meet in
+// the middle and finish together without any tuning; one thread moves both
+// ends, so the split point needs no atomics.  A piece's CBC/CFB chain block
+// in[a-16..a) is still the input when it is read, except at the meeting
+// point, where the GPU's last chunk may already be copied out in place:
+// there it comes from the chunk's last_in, taken from in[] when its copy-in
+// started.  GCM: each piece's Y (GHASH times H) is prepended to the tail's,
+// Y_tail' = Y_piece * H^|tail| ^ Y_tail.  With nothing at all to do, the
+// caller spins kSpinNs, then sleeps until the oldest copy or GPU chunk it
+// waits for completes (copy_wait; an event with blocking sync).
+//
 // Why this shape (measured, bench/NOTES.md): the host copies, not PCIe or the
 // kernels, bound one job; copy-ins and copy-outs of different chunks
 // overlap each other here as well as the DMA, and 6 lanes of 4 MiB keep 24
@@ -24,7 +39,7 @@
 //
 // Order and failures: GPU completions are taken and copy-outs started in
 // chunk order, and a chunk is copied out only once its GPU stage succeeded,
-// so out[0..done) is final and out[done..len) untouched whatever fails (a
+// so out[0..done) is final and out[done..cpu_from) untouched whatever fails (a
 // copy-out of chunk j never starts before every chunk < j succeeded; copy-ins
 // only read in[]).  In place (out == in) chunks write only their own range.
 //
@@ -70,6 +85,14 @@ constexpr int kMaxLanes = 16;
 constexpr size_t kMinChunk = size_t(64) << 10;
 constexpr size_t kMaxChunk = size_t(64) << 20;
 constexpr size_t kKeystreamAhead = 2; // CTR keystream chunks on the GPU at once (enqueue_gpu)
+// The caller's share: a piece is ~40-60 us of one AES-NI core, short
+// enough that the pipeline it drives meanwhile (copy-outs wait for it to
+// notice a finished chunk) barely notices, long enough that the callback's
+// set-up (a re-init of the default provider's context) is noise.
+constexpr size_t kCpuPiece = size_t(256) << 10;
+// With nothing to do, poll this long before sleeping (a chunk's stage takes
+// tens to hundreds of microseconds; a wake-up costs ~5-20).
+constexpr int64_t kSpinNs = 10 * 1000;
 // Device GHASH scratch per lane: the partials (the chunk's result goes to
 // the lane's pinned memory, at +chunk).
 constexpr size_t kGhashBytes = kGhashScratch + 64;
@@ -178,6 +201,7 @@ size_t chunk_len(size_t i, size_t rem, size_t first, size_t cap)
 
 struct Lane {
     cudaStream_t stream = nullptr;
+    cudaEvent_t idle_ev = nullptr; // blocking-sync event: the caller sleeps on the lane's chunk
     unsigned char *host = nullptr; // pinned, host_bytes(): input, then the chunk's output (+ GHASH)
     unsigned char *host_dev = nullptr; // the same memory as the device sees it (mapped)
     // Device memory, one allocation (one memset wipes it): din | dout | dgh.
@@ -253,6 +277,7 @@ void destroy_slot(Slot *s, bool wipe, bool cuda)
         if (wipe && l.dmem != nullptr) check(cudaMemset(l.dmem, 0, dmem_bytes()));
         if (l.dmem != nullptr) check(cudaFree(l.dmem));
         if (l.host != nullptr) check(cudaFreeHost(l.host));
+        if (l.idle_ev != nullptr) check(cudaEventDestroy(l.idle_ev));
         if (l.stream != nullptr) check(cudaStreamDestroy(l.stream));
         l = Lane();
     }
@@ -293,6 +318,22 @@ void ctr32_add(unsigned char iv[16], uint64_t n)
     c += (uint32_t)n;
     iv[12] = (unsigned char)(c >> 24); iv[13] = (unsigned char)(c >> 16);
     iv[14] = (unsigned char)(c >> 8);  iv[15] = (unsigned char)c;
+}
+
+// job->iv_end := the state for in[len], from the job as given (before
+// anything can overwrite in[] in place).
+void end_state(gpuaes_job *job, int kmode)
+{
+    std::memcpy(job->iv_end, job->iv, 16);
+    switch (kmode) {
+    case KM_CTR128: ctr128_add(job->iv_end, job->len / 16); break;
+    case KM_CTR32: ctr32_add(job->iv_end, job->len / 16); break;
+    case KM_CBC_DEC:
+    case KM_CFB_DEC:
+        if (job->len >= 16) std::memcpy(job->iv_end, job->in + job->len - 16, 16);
+        break;
+    default: break;
+    }
 }
 
 void load_be_words(const unsigned char b[16], uint32_t w[4])
@@ -337,6 +378,10 @@ class Pipeline {
                                                                                           : GhashOver::none;
         if (gh_ != GhashOver::none) h_ = g128_from_bytes(job->h);
         s_ = g128_zero();
+        yt_ = g128_zero();
+        htail_ = g128_one();
+        share_ = job->cpu_share;
+        cpu_from_ = job->len;
         ks_out_ = (kmode == KM_CTR128 || kmode == KM_CTR32) && gh_ == GhashOver::none;
         if (cf.trace_job != 0 && g_jobs.fetch_add(1) + 1 == cf.trace_job) trace_.begin(job->len / first_ + 2);
     }
@@ -348,6 +393,9 @@ class Pipeline {
         secure_wipe(pw_, sizeof pw_);
         secure_wipe(&h_, sizeof h_);
         secure_wipe(&s_, sizeof s_);
+        secure_wipe(&yt_, sizeof yt_);
+        secure_wipe(&htail_, sizeof htail_);
+        secure_wipe(&hk_, sizeof hk_);
         for (Flight &f : fl_) secure_wipe(&f.h_pow_n, sizeof f.h_pow_n);
     }
 
@@ -358,13 +406,14 @@ class Pipeline {
         // Chunk counters, each <= the one before: copy-in started [0, in_),
         // GPU stage enqueued [0, gpu_), copy-out started [0, out_), retired
         // [0, done_).  Nothing at or beyond limit_ (the first failed chunk)
-        // moves past the stage it is in.
-        while (done_ < limit_ && job_->done < job_->len) {
+        // moves past the stage it is in.  The caller's pieces: [cpu_from_, len).
+        while (done_ < limit_ && job_->done < cpu_from_) {
             bool moved = retire();
             moved |= start_copy_out();
             moved |= enqueue_gpu();
             moved |= start_copy_in();
-            if (!moved && !help()) cpu_relax();
+            if (moved || help() || cpu_piece()) idle_since_ = 0;
+            else idle();
         }
         // Copy-ins of chunks that will not be used (after a failure) still
         // write our pinned buffers: wait for them.
@@ -381,7 +430,7 @@ class Pipeline {
         // Not idle: the slot is destroyed, and wiped then (after a sync).
         if (idle) idle = wipe_lanes();
         trace_.print(job_->len, in_, nlanes_);
-        job_->status = job_->done == job_->len ? GPUAES_OK : GPUAES_FAILED;
+        job_->status = job_->done == cpu_from_ ? GPUAES_OK : GPUAES_FAILED;
         if (job_->status == GPUAES_FAILED && job_->error[0] == '\0')
             std::snprintf(job_->error, sizeof job_->error, "internal: incomplete job");
         return idle;
@@ -439,7 +488,7 @@ class Pipeline {
         const unsigned char *result = nullptr; // pinned: where the GPU stage leaves its output
         CopyTask copy;                   // copy-in, then copy-out
         G128 h_pow_n{};                  // GCM: H^(n/16), to append this chunk's GHASH
-        unsigned char last_in[16] = {0}; // last input (ciphertext) block of the chunk
+        unsigned char last_in[16] = {0}; // CBC/CFB: in[off + n - 16 .. off + n), read when the copy-in starts
     };
 
     Lane &lane_of(size_t i) { return slot_->lane[i % (size_t)nlanes_]; }
@@ -490,11 +539,15 @@ class Pipeline {
     // Copy-in of the next chunk, when its lane is free.
     bool start_copy_in()
     {
-        if (next_off_ >= job_->len || in_ >= limit_ || in_ - done_ >= (size_t)nlanes_) return false;
+        if (next_off_ >= cpu_from_ || in_ >= limit_ || in_ - done_ >= (size_t)nlanes_) return false;
         Flight &f = flight_of(in_);
         f.off = next_off_;
-        f.n = chunk_len(in_, job_->len - next_off_, first_, cap_);
+        f.n = chunk_len(in_, cpu_from_ - next_off_, first_, cap_);
         next_off_ += f.n;
+        // The chain block after this chunk, while in[] still holds it: a
+        // copy-out in place overwrites it (the next chunk's, and a CPU
+        // piece's at the meeting point).
+        if (kmode_ == KM_CBC_DEC || kmode_ == KM_CFB_DEC) std::memcpy(f.last_in, job_->in + f.off + f.n - 16, 16);
         trace_.mark(in_, StageTrace::copy_in);
         // Keystream chunks copy nothing in: the copy-out's XOR reads in[].
         lane_of(in_).used = true;
@@ -587,6 +640,84 @@ class Pipeline {
         return false;
     }
 
+    // The caller's share: the last kCpuPiece bytes (at most) of the region
+    // no chunk has claimed, on the CPU.  Not after a failure (the job ends
+    // as soon as the chunks before it are retired).
+    bool cpu_piece()
+    {
+        if (share_ == nullptr || limit_ != SIZE_MAX || cpu_from_ <= next_off_) return false;
+        const size_t n = cpu_from_ - next_off_ < kCpuPiece ? cpu_from_ - next_off_ : kCpuPiece;
+        const size_t a = cpu_from_ - n;
+        unsigned char st[16] = {0}, y[16] = {0};
+        switch (kmode_) {
+        case KM_CTR128:
+        case KM_CTR32:
+            counter_at(st, a / 16);
+            break;
+        case KM_CBC_DEC:
+        case KM_CFB_DEC:
+            // a > next_off_: in[a-16..a) is unclaimed, still the input.  At
+            // the meeting point it is the last claimed chunk's last block.
+            std::memcpy(st, a == 0 ? iv0_ : a > next_off_ ? job_->in + a - 16 : flight_of(in_ - 1).last_in, 16);
+            break;
+        default:
+            break;
+        }
+        const bool ok = share_(job_->cpu_share_arg, job_->in + a, job_->out + a, n, st, y) != 0;
+        if (ok && gh_ != GhashOver::none) {
+            const size_t k = n / 16;
+            if (k != hk_n_) {
+                hk_ = gf_pow(h_, k);
+                hk_n_ = k;
+            }
+            G128 yp = g128_from_bytes(y);
+            yt_ = g128_xor(gf_mul(yp, htail_), yt_); // the piece goes before the tail
+            htail_ = gf_mul(htail_, hk_);
+            secure_wipe(&yp, sizeof yp);
+        }
+        secure_wipe(st, sizeof st);
+        secure_wipe(y, sizeof y);
+        if (ok) cpu_from_ = a;
+        else share_ = nullptr; // the caller fails the operation; the GPU ends the job
+        return true;
+    }
+
+    // Nothing to do: poll for kSpinNs, then sleep until what the pipeline
+    // waits for first is complete: the oldest copy-out (retire), the copy-in
+    // the next GPU stage needs, or the oldest chunk on the GPU.
+    void idle()
+    {
+        const int64_t now = mono_ns();
+        if (idle_since_ == 0) idle_since_ = now;
+        if (now - idle_since_ < kSpinNs) {
+            cpu_relax();
+            return;
+        }
+        idle_since_ = 0;
+        if (done_ < out_ && !copy_finished(&flight_of(done_).copy)) {
+            copy_wait(&flight_of(done_).copy); // retire() then only releases it
+            return;
+        }
+        if (gpu_ < in_ && gpu_ < limit_ && !copy_finished(&flight_of(gpu_).copy)) {
+            copy_wait(&flight_of(gpu_).copy); // likewise for enqueue_gpu()
+            return;
+        }
+        if (out_ >= gpu_ || out_ >= limit_ || fatal_) return;
+        // Lane out_ holds nothing after this chunk's work: an event recorded
+        // now completes with it.
+        Lane &l = lane_of(out_);
+        const char *call = "cudaEventRecord";
+        cudaError_t e = cudaEventRecord(l.idle_ev, l.stream);
+        if (e == cudaSuccess) {
+            call = "cudaEventSynchronize";
+            e = cudaEventSynchronize(l.idle_ev);
+        }
+        if (e != cudaSuccess) {
+            fail("sync", call, e);
+            stop_at(out_);
+        }
+    }
+
     // Chunk i is in its lane's pinned buffer (keystream chunks: nothing is):
     // H2D, kernel(s), D2H, or one zero-copy kernel.
     bool stage_gpu(size_t i)
@@ -610,13 +741,8 @@ class Pipeline {
         default:
             break;
         }
-        // Chain block for chunk i+1 and the iv once this chunk is retired:
-        // from our pinned copy of in[], before the D2H below overwrites it
-        // (and whatever out[] == in[] receives meanwhile).
-        if (kmode_ == KM_CBC_DEC || kmode_ == KM_CFB_DEC) {
-            std::memcpy(f.last_in, l.host + n - 16, 16);
-            std::memcpy(chain_, f.last_in, 16);
-        }
+        // Chain block for chunk i+1 (and the iv once this chunk is retired).
+        if (kmode_ == KM_CBC_DEC || kmode_ == KM_CFB_DEC) std::memcpy(chain_, f.last_in, 16);
         f.result = l.host;
 
         // Zero-copy: for chunks up to 1 MiB (not GCM, whose GHASH wants the
@@ -785,8 +911,14 @@ class Pipeline {
             break; // ECB: unchanged
         }
         // S covers out[0..off_of(out_)) and every chunk started on copy-out
-        // was retired, so S is the GHASH of the done prefix.
-        if (gh_ != GhashOver::none) g128_to_bytes(s_, job_->ghash); // zero when nothing is done
+        // was retired, so S is the GHASH of the done prefix; Y = S * H.
+        if (gh_ != GhashOver::none) {
+            G128 y = gf_mul(s_, h_);
+            g128_to_bytes(y, job_->ghash); // zero when nothing is done
+            g128_to_bytes(yt_, job_->ghash_tail);
+            secure_wipe(&y, sizeof y);
+        }
+        job_->cpu_from = cpu_from_;
     }
 
     gpuaes_job *job_;
@@ -797,6 +929,9 @@ class Pipeline {
     size_t first_ = 0;    // the first chunk's length (chunk_len)
     size_t zero_copy_ = 0; // chunks up to this long run zero-copy (stage_gpu)
     size_t next_off_ = 0; // where the next chunk begins
+    size_t cpu_from_ = 0; // the caller's pieces cover [cpu_from_, len); chunks stay below it
+    gpuaes_cpu_share_fn share_ = nullptr; // NULL: no (more) pieces
+    int64_t idle_since_ = 0; // mono_ns() when the loop last found nothing to do (0: it did something)
     bool stream_out_ = true;
     bool ks_out_ = false; // CTR: the GPU stage makes keystream, the copy-out XORs it with in[]
     Fault fault_;
@@ -809,6 +944,10 @@ class Pipeline {
     GhashOver gh_ = GhashOver::none;
     G128 h_{};                           // GCM: H
     G128 s_{};                           // GCM: GHASH of out[0..off_of(out_)) (or in[])
+    G128 yt_{};                          // GCM: Y of the caller's tail [cpu_from_, len)
+    G128 htail_{};                       // GCM: H^(tail blocks)
+    G128 hk_{};                          // GCM: H^hk_n_ (pieces are mostly kCpuPiece)
+    size_t hk_n_ = 0;
     GParams gparams_{};                  // GCM: GHASH kernel parameters
     const GhashFrags *frags_ = nullptr;  // GCM: this job's matrices, in the first lane that needed them
     G128 pw_[kGhashMaxLevels + 1] = {};  // GCM: H^(pw_m_ * 2^L), L = 0..pw_levels_ (squared as needed)
@@ -833,6 +972,7 @@ bool create_slot(Slot *s, gpuaes_job *job)
     for (int k = 0; k < cf.lanes; ++k) {
         Lane &l = s->lane[k];
         if ((e = cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking)) != cudaSuccess) { call = "cudaStreamCreateWithFlags"; l.stream = nullptr; break; }
+        if ((e = cudaEventCreateWithFlags(&l.idle_ev, cudaEventBlockingSync | cudaEventDisableTiming)) != cudaSuccess) { call = "cudaEventCreateWithFlags"; l.idle_ev = nullptr; break; }
         if ((e = cudaHostAlloc((void **)&l.host, cf.host_bytes(), cudaHostAllocMapped)) != cudaSuccess) { call = "cudaHostAlloc"; l.host = nullptr; break; }
         if ((e = cudaHostGetDevicePointer((void **)&l.host_dev, l.host, 0)) != cudaSuccess) { call = "cudaHostGetDevicePointer"; break; }
         if ((e = cudaMalloc((void **)&l.dmem, dmem_bytes())) != cudaSuccess) { call = "cudaMalloc"; l.dmem = nullptr; break; }
@@ -879,9 +1019,12 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
     using namespace gpuaes;
     if (job == nullptr) return;
     job->done = 0;
+    job->cpu_from = job->len;
     job->status = GPUAES_OK;
     job->error[0] = '\0';
     std::memset(job->ghash, 0, sizeof job->ghash); // GCM: the GHASH of nothing done yet
+    std::memset(job->ghash_tail, 0, sizeof job->ghash_tail);
+    std::memcpy(job->iv_end, job->iv, 16);
 
     const int kmode = kmode_of(job->op);
     if (kmode < 0 || job->key == nullptr || job->len % 16 != 0 ||
@@ -890,6 +1033,7 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
         std::snprintf(job->error, sizeof job->error, "invalid job: bad op, key, buffers or length");
         return;
     }
+    end_state(job, kmode);
     if (job->len == 0) return;
     if (!gpuaes_gpu_supports(job->op)) {
         job->status = GPUAES_BUSY;

@@ -43,6 +43,26 @@ typedef struct gpuaes_key gpuaes_key;
 gpuaes_key *gpuaes_key_new(const unsigned char *key, size_t keylen);
 void gpuaes_key_free(gpuaes_key *key);
 
+/*
+ * The caller's share of a job (optional): the calling thread, which drives
+ * the GPU pipeline, processes pieces from the job's END on the CPU whenever
+ * the pipeline has nothing else for it to do, while the GPU takes chunks
+ * from the front; the two meet in the middle.  The callback processes
+ * in[0..n) -> out[0..n) (pointers into the job's buffers, a piece of whole
+ * blocks; out may equal in) with the job's op, starting from `state`: the CTR
+ * counter block of in[0] (GPUAES_CTR128 / CTR32 / GCM), the previous
+ * ciphertext block (CBC / CFB decrypt; the layer keeps it even when the GPU
+ * has already overwritten it in place), or nothing (ECB).  GCM (the GHASH
+ * ops only): it also writes `ghash` = Y of the piece's ciphertext (see
+ * gpuaes_job.ghash).  Called on the thread that called gpuaes_gpu_run(),
+ * pieces in back-to-front order, never concurrently.  Returns 1 when the
+ * piece is done; 0 on failure: then out[0..n) may be partly written, the
+ * layer takes no further pieces (the piece belongs to the gap, below), and
+ * the caller, who knows, must fail the whole operation.
+ */
+typedef int (*gpuaes_cpu_share_fn)(void *arg, const unsigned char *in, unsigned char *out, size_t n,
+                                   const unsigned char state[16], unsigned char ghash[16]);
+
 typedef struct gpuaes_job {
     gpuaes_op op;
     const gpuaes_key *key;
@@ -53,15 +73,23 @@ typedef struct gpuaes_job {
     const unsigned char *in;
     unsigned char *out;            /* may equal in (in place) */
     size_t len;                    /* multiple of 16 */
-    /* GPUAES_GCM_*: in: the GHASH key H = E_K(0^128).  Out: GHASH from a zero
-     * state of the ciphertext blocks C_1..C_n of the done prefix (n = done/16),
-     * S = sum_{i=1..n} C_i * H^(n-i+1) (all zero when done is 0).  Unused by
-     * the other operations. */
+    /* GPUAES_GCM_*: in: the GHASH key H = E_K(0^128).  Out: Y = S * H, where
+     * S is the GHASH from a zero state of the ciphertext blocks C_1..C_n of
+     * the done prefix (n = done/16), S = sum_{i=1..n} C_i * H^(n-i+1): the
+     * "times H" form that both the GPU and the default provider's GHASH (via
+     * a GCM tag) give without a division by H.  All zero when done is 0.
+     * ghash_tail: the same for the CPU-done tail, out[cpu_from..len).  Unused
+     * by the other operations. */
     unsigned char h[16];
     unsigned char ghash[16];
+    unsigned char ghash_tail[16];
+    gpuaes_cpu_share_fn cpu_share; /* NULL: the GPU does it all */
+    void *cpu_share_arg;
     /* Results */
-    size_t done;                   /* bytes of out[] final and correct: a prefix, multiple of 16 */
-    gpuaes_status status;
+    size_t done;                   /* bytes of the GPU prefix out[0..done) final and correct (multiple of 16) */
+    size_t cpu_from;               /* out[cpu_from..len) final and correct, done by cpu_share (len: none) */
+    unsigned char iv_end[16];      /* the state (as iv) for in[len], whatever was done */
+    gpuaes_status status;          /* GPUAES_OK: done == cpu_from (all of out[] is done) */
     char error[160];               /* why, when status == GPUAES_FAILED */
 } gpuaes_job;
 
@@ -150,9 +178,14 @@ int gpuaes_gpu_started(void);
 const char *gpuaes_gpu_state(void);
 
 /*
- * Runs the job through pinned staging buffers and CUDA streams.  Thread-safe;
- * concurrent callers use separate staging slots.  Never leaves out[] in a state
- * other than: out[0..done) correct, out[done..len) untouched.
+ * Runs the job through pinned staging buffers and CUDA streams, and, with
+ * job.cpu_share, on the calling thread too.  Thread-safe; concurrent callers
+ * use separate staging slots.  Never leaves out[] in a state other than:
+ * out[0..done) and out[cpu_from..len) correct, out[done..cpu_from) (the gap)
+ * untouched, save a piece whose cpu_share call failed.  The caller completes
+ * the gap from job.iv (the state at in[done]; in[done..cpu_from) is still the
+ * input) and continues after the job from job.iv_end.  GPUAES_BUSY: nothing
+ * done (done 0, cpu_from len).
  */
 void gpuaes_gpu_run(gpuaes_job *job);
 

@@ -397,32 +397,77 @@ static gpuaes_op gpu_op(const block_ctx *c)
     }
 }
 
+/* The caller's share of a GPU job (gpuaes_cpu_share_fn): whole blocks on the
+ * fallback, restarted at the piece's chaining block / counter (padding is
+ * off for the whole job).  run_blocks re-synchronises it afterwards. */
+typedef struct block_share_arg {
+    block_ctx *c;
+    int failed;
+} block_share_arg;
+
+static int block_share(void *arg, const unsigned char *in, unsigned char *out, size_t n,
+                       const unsigned char state[BLOCK], unsigned char ghash[BLOCK])
+{
+    block_share_arg *a = arg;
+    size_t outl = 0;
+
+    (void)ghash;
+    if (fb_resync(a->c, state) && a->c->fb->update(a->c->fbctx, out, &outl, n, in, n) && outl == n)
+        return 1;
+    a->failed = 1;
+    return 0;
+}
+
 /*
  * Whole blocks in[0..len) -> out on the GPU, starting from chaining block /
- * counter `iv`; whatever the GPU does not finish, the fallback does, after
- * being re-synchronised to the point where the GPU stopped.  On return the
- * fallback's state is the one after in[len] and its buffer is empty.
+ * counter `iv`, the calling thread taking pieces from the end meanwhile
+ * (gpu_cpu_share); whatever neither finishes (the gap after a GPU failure),
+ * the fallback does, after being re-synchronised to the point where the GPU
+ * stopped.  On return the fallback's state is the one after in[len], its
+ * padding is c->pad and its buffer is empty.
  */
 static int run_blocks(block_ctx *c, unsigned char *out, const unsigned char *in, size_t len,
                       const unsigned char iv[BLOCK])
 {
     gpuaes_job job = { .op = gpu_op(c), .in = in, .out = out, .len = len };
-    size_t done, outl = 0;
+    block_share_arg share = { c, 0 };
+    size_t done = 0, from = len, outl = 0;
+    int pad_off = 0, ok;
 
     memcpy(job.iv, iv, BLOCK);
     if (c->gpukey == NULL)
         c->gpukey = gpuaes_key_new(c->key, c->var->keylen);
     job.key = c->gpukey;
-    done = job.key != NULL ? offload_run(&job) : 0;
-    if (!fb_resync(c, job.iv))
-        return 0;
-    if (done == len)
-        return 1;
-    /* Padding off: these are whole blocks in the middle of the stream. */
-    return fb_set_padding(c, 0)
-        && c->fb->update(c->fbctx, out + done, &outl, len - done, in + done, len - done)
-        && outl == len - done
-        && fb_set_padding(c, c->pad);
+    if (job.key != NULL) {
+        if (c->prov->cpu_share) {
+            if (!fb_set_padding(c, 0))     /* pieces are whole blocks mid-stream */
+                return 0;
+            pad_off = 1;
+            job.cpu_share = block_share;
+            job.cpu_share_arg = &share;
+        }
+        done = offload_run(&job);
+        from = job.cpu_from;
+    }
+    /* A failed piece may have written part of its output (in place: its
+     * input), so the update fails (the default provider's whole-block update
+     * does not fail in practice). */
+    if (share.failed)
+        ERR_raise_data(ERR_LIB_PROV, ERR_R_OPERATION_FAIL, "gpuaes: the CPU share of a GPU job failed");
+    ok = !share.failed && fb_resync(c, job.iv);
+    if (ok && done < from) {
+        ok = (pad_off || fb_set_padding(c, 0))
+            && c->fb->update(c->fbctx, out + done, &outl, from - done, in + done, from - done)
+            && outl == from - done;
+        pad_off = 1;
+    }
+    if (ok && from < len)
+        ok = fb_resync(c, job.iv_end);
+    if (pad_off)
+        ok = fb_set_padding(c, c->pad) && ok;
+    OPENSSL_cleanse(job.iv, BLOCK);
+    OPENSSL_cleanse(job.iv_end, BLOCK);
+    return ok;
 }
 
 /* ECB and CBC decryption: the fallback may hold bytes from earlier updates. */

@@ -325,14 +325,28 @@ static void y_fold(gcm_ctx *c, unsigned long long nblocks, const unsigned char a
     c->g.y_zero = 0;
 }
 
+/* Ends the segment of `bytes` bytes: y = S_seg * H (see the top of this file). */
+static int seg_result(gcm_ctx *c, unsigned long long bytes, unsigned char y[BLOCK])
+{
+    unsigned char l[BLOCK];
+    OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, y, BLOCK),
+                        OSSL_PARAM_END };
+    size_t outl;
+
+    if (!c->fb->final(c->g.seg, NULL, &outl, 0) || !c->fb->get_ctx_params(c->g.seg, p))
+        return 0;
+    gcm_len_block(l, bytes * 8, 0);
+    gf128_mul(l, c->g.h);
+    for (int i = 0; i < BLOCK; i++)
+        y[i] ^= c->g.e0[i] ^ l[i];
+    return 1;
+}
+
 /* Closes the live segment into Y (see the top of this file).  Before a GPU
  * piece (at_final == 0) it must hold whole blocks. */
 static int seg_close(gcm_ctx *c, int at_final)
 {
-    unsigned char t[BLOCK], l[BLOCK];
-    OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, t, BLOCK),
-                        OSSL_PARAM_END };
-    size_t outl;
+    unsigned char t[BLOCK];
     int ok;
 
     if (c->g.ghash_dead || !c->g.seg_live)
@@ -341,15 +355,9 @@ static int seg_close(gcm_ctx *c, int at_final)
     if (c->g.seg_bytes == 0)
         return 1;
     /* Cannot happen (a GPU piece starts block-aligned), but would give a wrong tag. */
-    ok = (at_final || c->g.seg_bytes % BLOCK == 0)
-        && c->fb->final(c->g.seg, NULL, &outl, 0) && c->fb->get_ctx_params(c->g.seg, p);
-    if (ok) {
-        gcm_len_block(l, c->g.seg_bytes * 8, 0);
-        gf128_mul(l, c->g.h);
-        for (int i = 0; i < BLOCK; i++)
-            t[i] ^= c->g.e0[i] ^ l[i];
+    ok = (at_final || c->g.seg_bytes % BLOCK == 0) && seg_result(c, c->g.seg_bytes, t);
+    if (ok)
         y_fold(c, (c->g.seg_bytes + BLOCK - 1) / BLOCK, t);
-    }
     OPENSSL_cleanse(t, sizeof(t));
     if (!ok)
         c->g.ghash_dead = 1;          /* the segment is lost: no tag may come out */
@@ -369,21 +377,23 @@ static int cpu_keystream_block(gcm_ctx *c, unsigned char ek[BLOCK])
 /*
  * Whole blocks on the CPU: the default provider's AES-CTR (its AES-NI code
  * and XOR; ECB over counters and a byte loop ran at a fraction of that),
- * restarted at our counter.  GCM's inc32 wraps the low 32 bits where CTR
- * would carry into the rest, so a piece that crosses the wrap is cut there.
+ * restarted at counter block ctr (advanced).  GCM's inc32 wraps the low 32
+ * bits where CTR would carry into the rest, so a piece that crosses the wrap
+ * is cut there.
  */
-static int cpu_ctr32(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len)
+static int cpu_ctr32(gcm_ctx *c, unsigned char ctr[BLOCK], unsigned char *out,
+                     const unsigned char *in, size_t len)
 {
     while (len > 0) {
-        uint64_t low = ((uint64_t)c->g.ctr[12] << 24) | ((uint64_t)c->g.ctr[13] << 16)
-            | ((uint64_t)c->g.ctr[14] << 8) | c->g.ctr[15];
+        uint64_t low = ((uint64_t)ctr[12] << 24) | ((uint64_t)ctr[13] << 16)
+            | ((uint64_t)ctr[14] << 8) | ctr[15];
         uint64_t to_wrap = ((uint64_t)1 << 32) - low;      /* blocks before inc32 wraps */
         size_t n = len / BLOCK <= to_wrap ? len : (size_t)(to_wrap * BLOCK), outl;
 
-        if (!c->ctr->einit(c->g.ctrctx, NULL, 0, c->g.ctr, BLOCK, NULL)
+        if (!c->ctr->einit(c->g.ctrctx, NULL, 0, ctr, BLOCK, NULL)
             || !c->ctr->update(c->g.ctrctx, out, &outl, n, in, n) || outl != n)
             return 0;
-        gcm_inc32(c->g.ctr, n / BLOCK);
+        gcm_inc32(ctr, n / BLOCK);
         out += n;
         in += n;
         len -= n;
@@ -475,14 +485,64 @@ static int undecided_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
     return 1;
 }
 
-/* A GPU piece: mid whole blocks from a block boundary.  *done: how many
- * the GPU did (keystream and GHASH); the rest is the caller's. */
+/* Whole blocks on the CPU from our counter, their ciphertext into the
+ * segment (decrypting: before in place overwrites it). */
+static int cpu_blocks(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len)
+{
+    return (c->enc || seg_feed(c, in, len)) && cpu_ctr32(c, c->g.ctr, out, in, len)
+        && (!c->enc || seg_feed(c, out, len));
+}
+
+/* The caller's share of a GPU piece (gpuaes_cpu_share_fn): the default
+ * provider's AES-CTR from the piece's counter, and (gh) the GHASH of its
+ * ciphertext from zero, times H, through a segment of its own (the message's
+ * is closed while the GPU piece runs). */
+typedef struct gcm_share_arg {
+    gcm_ctx *c;
+    int gh;
+    int failed;
+} gcm_share_arg;
+
+static int seg_ghash(gcm_ctx *c, const unsigned char *p, size_t n, unsigned char y[BLOCK])
+{
+    static const unsigned char zero_iv[12];
+    size_t outl;
+
+    return c->fb->einit(c->g.seg, NULL, 0, zero_iv, sizeof(zero_iv), NULL)
+        && c->fb->update(c->g.seg, NULL, &outl, n, p, n) && seg_result(c, n, y);
+}
+
+static int gcm_share(void *arg, const unsigned char *in, unsigned char *out, size_t n,
+                     const unsigned char state[BLOCK], unsigned char ghash[BLOCK])
+{
+    gcm_share_arg *a = arg;
+    gcm_ctx *c = a->c;
+    unsigned char ctr[BLOCK];
+    int ok;
+
+    memcpy(ctr, state, BLOCK);
+    ok = (!a->gh || c->enc || seg_ghash(c, in, n, ghash)) && cpu_ctr32(c, ctr, out, in, n)
+        && (!a->gh || !c->enc || seg_ghash(c, out, n, ghash));
+    OPENSSL_cleanse(ctr, sizeof(ctr));
+    if (!ok)
+        a->failed = 1;
+    return ok;
+}
+
+/* A GPU piece: mid whole blocks from a block boundary, the calling thread
+ * taking pieces from its end (gpu_cpu_share).  *done: how many are done
+ * (keystream and GHASH): the GPU's prefix, or all of mid once the tail is
+ * done and the gap between them (after a GPU failure) completed here; the
+ * rest is the caller's. */
 static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t mid,
                      size_t *done)
 {
     int gh = !c->g.ghash_dead;        /* after a failed final, no GHASH is kept */
     gpuaes_job job = { .op = !gh ? GPUAES_CTR32 : c->enc ? GPUAES_GCM_ENCRYPT : GPUAES_GCM_DECRYPT,
                        .in = in, .out = out, .len = mid };
+    gcm_share_arg share = { c, gh, 0 };
+    size_t from;
+    int ok = 1;
 
     *done = 0;
     if (c->g.gpukey == NULL)
@@ -494,16 +554,32 @@ static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, si
     job.key = c->g.gpukey;
     memcpy(job.iv, c->g.ctr, BLOCK);
     memcpy(job.h, c->g.h, BLOCK);
+    if (c->prov->cpu_share) {
+        job.cpu_share = gcm_share;
+        job.cpu_share_arg = &share;
+    }
     *done = offload_run(&job);
+    from = job.cpu_from;
     memcpy(c->g.ctr, job.iv, BLOCK);
-    if (gh && *done > 0) {            /* Y = Y * H^n ^ S * H */
-        gf128_mul(job.ghash, c->g.h);
+    if (gh && *done > 0)              /* Y = Y * H^n ^ S * H */
         y_fold(c, *done / BLOCK, job.ghash);
+    if (share.failed) {               /* output in place may be lost: the update fails */
+        ERR_raise_data(ERR_LIB_PROV, ERR_R_OPERATION_FAIL, "gpuaes: the CPU share of a GPU job failed");
+        ok = 0;
+    } else if (from < mid) {
+        /* The gap, then the tail: Y = Y * H^t ^ Y_tail. */
+        ok = cpu_blocks(c, out + *done, in + *done, from - *done) && seg_close(c, 0);
+        if (ok && !c->g.ghash_dead)
+            y_fold(c, (mid - from) / BLOCK, job.ghash_tail);
+        memcpy(c->g.ctr, job.iv_end, BLOCK);
+        *done = mid;
     }
     OPENSSL_cleanse(job.iv, BLOCK);
+    OPENSSL_cleanse(job.iv_end, BLOCK);
     OPENSSL_cleanse(job.h, BLOCK);
     OPENSSL_cleanse(job.ghash, BLOCK);
-    return 1;
+    OPENSSL_cleanse(job.ghash_tail, BLOCK);
+    return ok;
 }
 
 /*
@@ -544,7 +620,7 @@ static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in
     /* The rest on the CPU: in[done..len) is untouched by the GPU piece. */
     if (!c->enc && !seg_feed(c, in + done, len - done))
         return 0;
-    if (!cpu_ctr32(c, out + done, in + done, mid - done))
+    if (!cpu_ctr32(c, c->g.ctr, out + done, in + done, mid - done))
         return 0;
     if (len > mid) {                  /* a new partial block */
         if (!cpu_keystream_block(c, c->g.ek))

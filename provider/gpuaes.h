@@ -75,6 +75,7 @@ typedef struct gpuaes_prov {
     size_t ks_max_window;                  /* largest window (bytes, multiple of 16) */
     size_t ks_total;                       /* pinned memory for keystream, process-wide */
     size_t ks_max_streams;                 /* streams in keystream mode at once, process-wide */
+    int cpu_share;                         /* gpu_cpu_share: the caller works on GPU jobs too */
     gpuaes_gpu_settings gpu;               /* the GPU layer's knobs (gpuaes_gpu_configure) */
 } gpuaes_prov;
 
@@ -102,10 +103,13 @@ int offload_gpu_up(const gpuaes_prov *prov, size_t len);
 int offload_ruled_out(offload_kind kind);
 /* The GPU is there, the call is at or above the kind's threshold, and dispatch says GPU. */
 int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len);
-/* Runs job on the GPU; on failure records the error (queue, debug log, counter).
- * Returns the bytes done (job->iv is the state at in + done). */
+/* Runs job on the GPU (and its cpu_share, if any); on failure records the
+ * error (queue, debug log, counter).  Returns job->done, the GPU prefix
+ * (job->iv is the state at in + done); the caller completes the gap
+ * [done, job->cpu_from) and continues from job->iv_end (gpuaes_gpu.h). */
 size_t offload_run(gpuaes_job *job);
 uint64_t offload_gpu_bytes(void);
+uint64_t offload_cpu_share_bytes(void);   /* done by the callers' shares of GPU jobs */
 uint64_t offload_gpu_errors(void);
 
 /* dispatch.c: CPU or GPU per call, from estimates measured in the process

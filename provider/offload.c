@@ -9,6 +9,7 @@
 #include "gpuaes.h"
 
 static _Atomic uint64_t gpu_bytes;
+static _Atomic uint64_t cpu_share_bytes;
 static _Atomic uint64_t gpu_errors;
 
 int offload_possible(offload_kind kind)
@@ -64,6 +65,7 @@ static offload_kind kind_of_op(gpuaes_op op)
 size_t offload_run(gpuaes_job *job)
 {
     job->done = 0;
+    job->cpu_from = job->len;
     job->status = GPUAES_OK;
     job->error[0] = '\0';
     {
@@ -71,10 +73,13 @@ size_t offload_run(gpuaes_job *job)
         uint64_t t0 = dispatch_now_ns();
 
         gpuaes_gpu_run(job);
-        dispatch_gpu_end(kind_of_op(job->op), job->len, job->done, job->status != GPUAES_FAILED,
-                         busy, dispatch_now_ns() - t0);
+        /* The path's rate includes the caller's share: that is what a call
+         * sent this way gets. */
+        dispatch_gpu_end(kind_of_op(job->op), job->len, job->done + (job->len - job->cpu_from),
+                         job->status != GPUAES_FAILED, busy, dispatch_now_ns() - t0);
     }
     atomic_fetch_add_explicit(&gpu_bytes, job->done, memory_order_relaxed);
+    atomic_fetch_add_explicit(&cpu_share_bytes, job->len - job->cpu_from, memory_order_relaxed);
     switch (job->status) {
     case GPUAES_OK:
         break;
@@ -85,9 +90,9 @@ size_t offload_run(gpuaes_job *job)
         atomic_fetch_add_explicit(&gpu_errors, 1, memory_order_relaxed);
         ERR_raise_data(ERR_LIB_PROV, ERR_R_OPERATION_FAIL,
                        "gpuaes: GPU failed after %zu of %zu bytes (%s); completed on the CPU",
-                       job->done, job->len, job->error);
+                       job->done, job->cpu_from, job->error);
         gpuaes_debug("GPU failed after %zu of %zu bytes: %s; completing on the CPU",
-                     job->done, job->len, job->error);
+                     job->done, job->cpu_from, job->error);
         break;
     }
     return job->done;
@@ -102,4 +107,5 @@ void offload_report_failure(const char *what, const char *error)
 }
 
 uint64_t offload_gpu_bytes(void) { return atomic_load(&gpu_bytes); }
+uint64_t offload_cpu_share_bytes(void) { return atomic_load(&cpu_share_bytes); }
 uint64_t offload_gpu_errors(void) { return atomic_load(&gpu_errors); }

@@ -88,6 +88,7 @@ static const OSSL_PARAM *gpuaes_gettable_params(void *provctx)
         OSSL_PARAM_utf8_ptr("gpu", NULL, 0),
         OSSL_PARAM_int("gpu-available", NULL),
         OSSL_PARAM_uint64("gpu-bytes", NULL),
+        OSSL_PARAM_uint64("cpu-share-bytes", NULL),
         OSSL_PARAM_uint64("gpu-errors", NULL),
         OSSL_PARAM_uint64("gpu-backoffs", NULL),
         OSSL_PARAM_uint64("offload-min-bytes", NULL),
@@ -145,6 +146,9 @@ static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
         return 0;
     p = OSSL_PARAM_locate(params, "gpu-bytes");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, offload_gpu_bytes()))
+        return 0;
+    p = OSSL_PARAM_locate(params, "cpu-share-bytes");
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, offload_cpu_share_bytes()))
         return 0;
     p = OSSL_PARAM_locate(params, "gpu-errors");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, offload_gpu_errors()))

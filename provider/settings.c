@@ -103,6 +103,7 @@ static const knob knobs[] = {
     COUNT_KNOB("keystream_max_streams", "GPUAES_KEYSTREAM_MAX_STREAMS", 0, 65536, 2,
                PROV(ks_max_streams)),
     BOOL_KNOB("disable_gpu", "GPUAES_DISABLE_GPU", 0, GPU(disable_gpu)),
+    BOOL_KNOB("gpu_cpu_share", "GPUAES_GPU_CPU_SHARE", 1, PROV(cpu_share)),
     COUNT_KNOB("device", "GPUAES_DEVICE", 0, GPUAES_DEVICE_MAX, 0, GPU(device)),
     { "fault", "GPUAES_FAULT", KNOB_ENUM, GPUAES_FAULT_NONE, GPUAES_FAULT_SYNC, GPUAES_FAULT_NONE,
       NULL, fault_names, GPU(fault) },

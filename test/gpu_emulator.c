@@ -7,7 +7,7 @@
  * where the subtle bugs live.  With the emulator, the GPU-labelled tests run
  * everywhere.  It copies the real layer's contract: chunked work, `done` is a
  * prefix, job->iv is the state at in + done, a configured fault (GPUAES_FAULT)
- * fails.
+ * fails, and a job's cpu_share gets pieces from its end (see gpuaes_gpu_run).
  * GCM ops: CTR32 plus a GHASH of the done prefix's ciphertext of its own,
  * independent of the provider's gcm_math.c: byte tables (fast enough for the
  * 1 GiB tests; an emulator need not be constant time) built with a bitwise
@@ -394,21 +394,105 @@ static int chunk(gpuaes_job *job, size_t off, size_t len, unsigned char x[16], c
     return ok;
 }
 
+/* x = h^n (GCM's field; n public). */
+static void emu_gf_pow(unsigned char x[16], const unsigned char h[16], uint64_t n)
+{
+    unsigned char b[16];
+
+    memset(x, 0, 16);
+    x[0] = 0x80;                              /* 1 in GCM's bit order */
+    memcpy(b, h, 16);
+    for (; n != 0; n >>= 1) {
+        if (n & 1)
+            emu_gf_mul(x, b);
+        emu_gf_mul(b, b);
+    }
+}
+
+/*
+ * The caller's share (job.cpu_share), emulated: the "GPU" does a prefix
+ * [0, p) in chunks while the callback gets the rest in pieces from the end,
+ * alternating, as the real layer's caller takes them.  p and the pieces come
+ * from a seeded generator (GPUAES_EMU_SEED, else 1; a new draw every time):
+ * p at 0, at len, at a chunk boundary or anywhere; pieces of 16 bytes up to
+ * all that is left.  The CBC/CFB chain block at p is kept before the prefix
+ * can overwrite it in place, as the real layer does.
+ */
+static _Atomic uint64_t emu_draws;
+
+static uint64_t emu_rand(uint64_t seed)
+{
+    uint64_t z = seed + (atomic_fetch_add(&emu_draws, 1) + 1) * 0x9e3779b97f4a7c15ULL;
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* The GPU prefix's end; not 0 with a fault configured (tests expect it to strike). */
+static size_t emu_split(size_t len, uint64_t r, int fault)
+{
+    size_t blocks = len / 16, chunks = (len + EMU_CHUNK - 1) / EMU_CHUNK, p;
+
+    switch (r % 8) {
+    case 0: p = 0; break;
+    case 1: p = len; break;
+    case 2: case 3: case 4:
+        p = (size_t)((r >> 3) % (chunks + 1)) * EMU_CHUNK;
+        p = p < len ? p : len;
+        break;
+    default: p = (size_t)((r >> 3) % (blocks + 1)) * 16; break;
+    }
+    if (fault && p == 0)
+        p = len < EMU_CHUNK ? len : EMU_CHUNK;
+    return p;
+}
+
+static size_t emu_piece(uint64_t r, size_t rest)
+{
+    size_t blocks = rest / 16, n;
+
+    switch (r % 4) {
+    case 0: n = 1; break;
+    case 1: n = 1 + (size_t)((r >> 2) % 64); break;
+    case 2: n = 1 + (size_t)((r >> 2) % 16384); break;
+    default: n = 1 + (size_t)((r >> 2) % blocks); break;
+    }
+    return (n < blocks ? n : blocks) * 16;
+}
+
+/* job->iv_end: the state for in[len], from the job as given. */
+static void emu_end_state(gpuaes_job *job)
+{
+    memcpy(job->iv_end, job->iv, 16);
+    if (job->op == GPUAES_CBC_DECRYPT || job->op == GPUAES_CFB128_DECRYPT) {
+        if (job->len >= 16)
+            memcpy(job->iv_end, job->in + job->len - 16, 16);
+    } else if (job->op != GPUAES_ECB_ENCRYPT && job->op != GPUAES_ECB_DECRYPT) {
+        add128(job->iv_end, job->len / 16, job->op != GPUAES_CTR128);
+    }
+}
+
 void gpuaes_gpu_run(gpuaes_job *job)
 {
     int fault = atomic_load(&emu_fault);
-    size_t nchunks = (job->len + EMU_CHUNK - 1) / EMU_CHUNK;
-    /* A fault strikes the second chunk of a long job, else the first. */
-    size_t fail_at = fault == GPUAES_FAULT_NONE ? (size_t)-1
-        : fault == GPUAES_FAULT_ALLOC || nchunks < 3 ? 0 : 1;
-
-    unsigned char x[16] = { 0 }, xc[16];     /* GCM: GHASH of the done prefix */
+    /* An allocation failure ends the real job before anything runs. */
+    gpuaes_cpu_share_fn share = fault == GPUAES_FAULT_ALLOC ? NULL : job->cpu_share;
     int gcm = job->op == GPUAES_GCM_ENCRYPT || job->op == GPUAES_GCM_DECRYPT;
+    int ctr = job->op == GPUAES_CTR128 || job->op == GPUAES_CTR32 || gcm;
+    int chained = job->op == GPUAES_CBC_DECRYPT || job->op == GPUAES_CFB128_DECRYPT;
+    unsigned char x[16] = { 0 }, xc[16];     /* GCM: GHASH (S) of the done prefix */
+    unsigned char yt[16] = { 0 }, ht[16], hk[16], y[16], st[16], iv0[16], chain[16];
+    size_t p, from, off = 0, nchunks, fail_at;
+    uint64_t seed = 1;
     emu_htab *T = NULL;
 
     job->done = 0;
+    job->cpu_from = job->len;
     job->status = GPUAES_OK;
     memset(job->ghash, 0, sizeof(job->ghash));
+    memset(job->ghash_tail, 0, sizeof(job->ghash_tail));
+    memcpy(job->iv_end, job->iv, 16);
     if (!gpuaes_gpu_supports(job->op) || (job->len % 16) != 0) {
         job->status = GPUAES_BUSY;
         return;
@@ -423,6 +507,9 @@ void gpuaes_gpu_run(gpuaes_job *job)
 
             nanosleep(&t, NULL);
         }
+        d = getenv("GPUAES_EMU_SEED");
+        if (d != NULL)
+            seed = strtoull(d, NULL, 0);
     }
     if (gcm) {
         if ((T = OPENSSL_malloc(sizeof(*T))) == NULL) {
@@ -430,24 +517,76 @@ void gpuaes_gpu_run(gpuaes_job *job)
             return;
         }
         emu_htab_init(T, job->h);
+        emu_gf_pow(ht, job->h, 0);
     }
-    for (size_t i = 0; i < nchunks; i++) {
-        size_t off = i * EMU_CHUNK, len = job->len - off < EMU_CHUNK ? job->len - off : EMU_CHUNK;
+    emu_end_state(job);
+    memcpy(iv0, job->iv, 16);
+    p = share != NULL ? emu_split(job->len, emu_rand(seed), fault != GPUAES_FAULT_NONE) : job->len;
+    memcpy(chain, p >= 16 ? job->in + p - 16 : job->iv, 16);   /* before the prefix overwrites it */
+    nchunks = (p + EMU_CHUNK - 1) / EMU_CHUNK;
+    /* A fault strikes the second chunk of a long prefix, else the first. */
+    fail_at = fault == GPUAES_FAULT_NONE ? (size_t)-1
+        : fault == GPUAES_FAULT_ALLOC || nchunks < 3 ? 0 : 1;
+    from = job->len;
+    while (off < p || (share != NULL && from > p)) {
+        if (off < p) {
+            size_t len = p - off < EMU_CHUNK ? p - off : EMU_CHUNK;
 
-        memcpy(xc, x, 16);
-        if (i == fail_at || !chunk(job, off, len, xc, T)) {
-            job->status = GPUAES_FAILED;
-            strcpy(job->error, i == fail_at ? "emulated fault injected by GPUAES_FAULT" : "emulator");
-            break;
+            memcpy(xc, x, 16);
+            if (off / EMU_CHUNK == fail_at || !chunk(job, off, len, xc, T)) {
+                job->status = GPUAES_FAILED;
+                strcpy(job->error, off / EMU_CHUNK == fail_at ? "emulated fault injected by GPUAES_FAULT"
+                                                              : "emulator");
+                break;                        /* no more pieces either, as the real layer */
+            }
+            memcpy(x, xc, 16);                /* the chunk is done: its GHASH counts */
+            job->done += len;
+            off += len;
         }
-        memcpy(x, xc, 16);                       /* the chunk is done: its GHASH counts */
-        job->done += len;
+        if (share != NULL && from > p) {
+            size_t n = emu_piece(emu_rand(seed), from - p), a = from - n;
+
+            memset(st, 0, 16);
+            memset(y, 0, 16);
+            if (ctr) {
+                memcpy(st, iv0, 16);
+                add128(st, a / 16, job->op != GPUAES_CTR128);
+            } else if (chained) {
+                memcpy(st, a == p ? chain : job->in + a - 16, 16);
+            }
+            if (!share(job->cpu_share_arg, job->in + a, job->out + a, n, st, y)) {
+                share = NULL;
+                job->status = GPUAES_FAILED;
+                strcpy(job->error, "emulator: the CPU share failed");
+                continue;
+            }
+            if (gcm) {                        /* Y_tail = Y_piece * H^|tail| ^ Y_tail */
+                emu_gf_pow(hk, job->h, n / 16);
+                emu_gf_mul(y, ht);
+                for (int i = 0; i < 16; i++)
+                    yt[i] ^= y[i];
+                emu_gf_mul(ht, hk);
+            }
+            from = a;
+        }
     }
-    if (gcm)
+    job->cpu_from = from;
+    if (job->status == GPUAES_OK && job->done != from)
+        job->status = GPUAES_FAILED;          /* cannot happen */
+    if (gcm) {                                /* the Y form: S * H */
+        emu_gf_mul(x, job->h);
         memcpy(job->ghash, x, 16);
+        memcpy(job->ghash_tail, yt, 16);
+    }
     OPENSSL_clear_free(T, T != NULL ? sizeof(*T) : 0);
     OPENSSL_cleanse(x, sizeof(x));
     OPENSSL_cleanse(xc, sizeof(xc));
+    OPENSSL_cleanse(yt, sizeof(yt));
+    OPENSSL_cleanse(ht, sizeof(ht));
+    OPENSSL_cleanse(hk, sizeof(hk));
+    OPENSSL_cleanse(y, sizeof(y));
+    OPENSSL_cleanse(st, sizeof(st));
+    OPENSSL_cleanse(iv0, sizeof(iv0));
 }
 
 /* ---- Keystream ahead (emulated) ----

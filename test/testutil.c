@@ -67,7 +67,12 @@ int test_gpu_available(test_env *env)
     return v;
 }
 
-uint64_t test_gpu_bytes(test_env *env) { return get_u64(env, "gpu-bytes"); }
+/* What GPU jobs did: the GPU's part and their callers' shares (gpu_cpu_share). */
+uint64_t test_gpu_bytes(test_env *env)
+{
+    return get_u64(env, "gpu-bytes") + get_u64(env, "cpu-share-bytes");
+}
+uint64_t test_cpu_share_bytes(test_env *env) { return get_u64(env, "cpu-share-bytes"); }
 uint64_t test_gpu_errors(test_env *env) { return get_u64(env, "gpu-errors"); }
 
 void test_require_gpu(test_env *env)

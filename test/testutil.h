@@ -24,7 +24,8 @@ EVP_CIPHER *test_fetch(test_env *env, const char *name, const char *provider);
 
 /* Provider parameters of gpuaes (see README: "Provider parameters"). */
 int test_gpu_available(test_env *env);
-uint64_t test_gpu_bytes(test_env *env);
+uint64_t test_gpu_bytes(test_env *env);        /* gpu-bytes + cpu-share-bytes: GPU jobs' bytes */
+uint64_t test_cpu_share_bytes(test_env *env);
 uint64_t test_gpu_errors(test_env *env);
 
 /* For GPU-labelled tests: exit(TEST_SKIP) when gpuaes has no usable GPU. */
