@@ -129,8 +129,9 @@ void gpuaes_gpu_configure(const gpuaes_gpu_settings *settings);
 int gpuaes_gpu_available(void);
 
 /* Starts the initialisation if needed, waits until it is over, and answers
- * as gpuaes_gpu_available().  For explicit questions only (provider
- * parameters, tests), never on a data path. */
+ * as gpuaes_gpu_available().  For explicit questions (provider parameters,
+ * tests) and for the one call that decides to start the GPU (the provider's
+ * offload_gpu_up: see cuda/device.cu, "Start-up"). */
 int gpuaes_gpu_wait(void);
 
 /* 1 when the GPU can run `op` now: gpuaes_gpu_available(), and for the GCM
