@@ -215,13 +215,15 @@ static int check_INIT_RESETS_STREAM(assume_run *r)
         && expect(r, memcmp(a, b, 16) == 0, "CBC: init kept the held block (output)");
     /* ECB and CBC: num back to 0. */
     ok = ok && need(r, set_uint(&c, OSSL_CIPHER_PARAM_NUM, 7), "set num")
-        && need(r, init(&c, 0, NULL, IV1), "re-init") && need(r, get_uint(&c, OSSL_CIPHER_PARAM_NUM, &num), "num")
+        && need(r, init(&c, 0, NULL, IV1), "re-init")
+        && need(r, get_uint(&c, OSSL_CIPHER_PARAM_NUM, &num), "num")
         && expect(r, num == 0, "CBC: init kept num");
     close_ctx(&c);
     /* CTR and CFB: mid-block, then an init with a new IV: its block from the start. */
     for (gpuaes_mode m = MODE_CFB; ok && m <= MODE_CTR; m++) {
         ok = open_ctx(r, &c, m) && need(r, init(&c, 0, K1, IV1), "init")
-            && need(r, upd(&c, a, in, 5) == 5, "update") && need(r, init(&c, 0, NULL, IV2), "re-init")
+            && need(r, upd(&c, a, in, 5) == 5, "update")
+            && need(r, init(&c, 0, NULL, IV2), "re-init")
             && need(r, get_uint(&c, OSSL_CIPHER_PARAM_NUM, &num), "num")
             && expect(r, num == 0, m == MODE_CTR ? "CTR: init kept num" : "CFB: init kept num")
             && need(r, upd(&c, a, in, 20) == 20, "update") && fresh(r, m, 0, K1, IV2, b, in, 20)
@@ -271,9 +273,11 @@ static int check_PADDING_MIDSTREAM(assume_run *r)
             && need(r, set_uint(&c, OSSL_CIPHER_PARAM_PADDING, 0), "padding off")
             && expect(r, upd(&c, out, ct, 48) == 48, "padding off mid-stream: a block held back")
             && need(r, set_uint(&c, OSSL_CIPHER_PARAM_PADDING, 1), "padding on")
-            && expect(r, upd(&c, out + 48, ct + 48, 16) == 0, "padding on mid-stream: no block held back")
+            && expect(r, upd(&c, out + 48, ct + 48, 16) == 0,
+                "padding on mid-stream: no block held back")
             && need(r, c.fb->final(c.ctx, out + 48, &outl, 32), "final")
-            && expect(r, outl == 12 && memcmp(out, pt, 60) == 0, "padding on mid-stream: final did not unpad");
+            && expect(r, outl == 12
+            && memcmp(out, pt, 60) == 0, "padding on mid-stream: final did not unpad");
         close_ctx(&c);
     }
     return ok;
@@ -338,7 +342,8 @@ static int check_UPDATED_IV(assume_run *r)
         && expect(r, memcmp(iv, IV1, BLOCK) == 0, "CBC: updated IV at start is not the IV")
         && need(r, upd(&c, out, in, 40) == 32, "update")
         && need(r, get_block(&c, OSSL_CIPHER_PARAM_UPDATED_IV, iv), "updated iv")
-        && expect(r, memcmp(iv, in + 16, BLOCK) == 0, "CBC: updated IV is not the last ciphertext block")
+        && expect(r, memcmp(iv, in + 16, BLOCK) == 0,
+            "CBC: updated IV is not the last ciphertext block")
         && need(r, upd(&c, out, in + 40, 8) == 0, "update")
         && need(r, get_block(&c, OSSL_CIPHER_PARAM_UPDATED_IV, iv), "updated iv")
         && expect(r, memcmp(iv, in + 16, BLOCK) == 0, "CBC: updated IV includes the held block");
@@ -348,9 +353,11 @@ static int check_UPDATED_IV(assume_run *r)
         && fresh(r, MODE_CFB, 0, K1, IV1, ref, in, 80)
         && need(r, upd(&c, out, in, 37) == 37 && upd(&c, out, in + 37, 11) == 11, "update")
         && need(r, get_block(&c, OSSL_CIPHER_PARAM_UPDATED_IV, iv), "updated iv")
-        && expect(r, memcmp(iv, in + 32, BLOCK) == 0, "CFB: updated IV is not the last ciphertext block")
+        && expect(r, memcmp(iv, in + 32, BLOCK) == 0,
+            "CFB: updated IV is not the last ciphertext block")
         && fresh(r, MODE_CFB, 0, K1, iv, out, in + 48, 32)
-        && expect(r, memcmp(out, ref + 48, 32) == 0, "CFB: an init with the updated IV does not continue");
+        && expect(r, memcmp(out, ref + 48, 32) == 0,
+            "CFB: an init with the updated IV does not continue");
     close_ctx(&c);
     /* CTR: the next block's counter, already while inside a block. */
     ok = ok && open_ctx(r, &c, MODE_CTR) && need(r, init(&c, 1, K1, IV1), "init")
@@ -358,13 +365,16 @@ static int check_UPDATED_IV(assume_run *r)
         && need(r, upd(&c, out, in, 5) == 5, "update")
         && need(r, get_block(&c, OSSL_CIPHER_PARAM_UPDATED_IV, iv), "updated iv");
     add128(want, IV1, 1);
-    ok = ok && expect(r, memcmp(iv, want, BLOCK) == 0, "CTR: updated IV inside a block is not the next counter")
+    ok = ok && expect(r, memcmp(iv, want, BLOCK) == 0,
+        "CTR: updated IV inside a block is not the next counter")
         && need(r, upd(&c, out, in + 5, 11) == 11, "update")
         && need(r, get_block(&c, OSSL_CIPHER_PARAM_UPDATED_IV, iv), "updated iv")
         && need(r, get_uint(&c, OSSL_CIPHER_PARAM_NUM, &num), "num")
-        && expect(r, num == 0 && memcmp(iv, want, BLOCK) == 0, "CTR: updated IV at a block boundary")
+        && expect(r, num == 0
+        && memcmp(iv, want, BLOCK) == 0, "CTR: updated IV at a block boundary")
         && fresh(r, MODE_CTR, 1, K1, iv, out, in + 16, 32)
-        && expect(r, memcmp(out, ref + 16, 32) == 0, "CTR: an init with the updated IV does not continue");
+        && expect(r, memcmp(out, ref + 16, 32) == 0,
+            "CTR: an init with the updated IV does not continue");
     close_ctx(&c);
     return ok;
 }
@@ -421,9 +431,11 @@ static int check_CTR_128BIT_COUNTER(assume_run *r)
             add128(ctr + b * BLOCK, iv, b);
         ok = ecb(r, K1, ks, ctr, sizeof(ctr)) && open_ctx(r, &c, MODE_CTR)
             && need(r, init(&c, 1, K1, iv), "init")
-            && need(r, upd(&c, out, zero, 100) == 100 && upd(&c, out + 100, zero, N - 100) == N - 100,
+            && need(r, upd(&c, out, zero, 100) == 100
+            && upd(&c, out + 100, zero, N - 100) == N - 100,
                     "update")
-            && expect(r, memcmp(out, ks, N) == 0, "CTR: the counter does not carry through 128 bits");
+            && expect(r, memcmp(out, ks, N) == 0,
+                "CTR: the counter does not carry through 128 bits");
         close_ctx(&c);
     }
     return ok;
@@ -446,8 +458,10 @@ static int check_CTR_SCRATCH_REBUILDS_PARTIAL(assume_run *r)
         && need(r, upd(&c, b, in + 23, 30) == 30, "update");
     add128(ia, IV1, 2);
     na = 7;
-    ok = ok && expect(r, nb == na && memcmp(ia, ib, BLOCK) == 0, "CTR: scratch bytes leave another num or IV")
-        && expect(r, memcmp(a + 23, b, 30) == 0, "CTR: scratch bytes do not rebuild the partial block");
+    ok = ok && expect(r, nb == na
+        && memcmp(ia, ib, BLOCK) == 0, "CTR: scratch bytes leave another num or IV")
+        && expect(r, memcmp(a + 23, b, 30) == 0,
+            "CTR: scratch bytes do not rebuild the partial block");
     close_ctx(&c);
     return ok;
 }
@@ -464,10 +478,12 @@ static int check_REINIT_RESTORES_IV(assume_run *r)
 
         ok = open_ctx(r, &c, m) && need(r, init(&c, 0, K1, IV1), "init")
             && need(r, set_uint(&c, OSSL_CIPHER_PARAM_PADDING, 0), "padding")
-            && need(r, upd(&c, a, in, 48) == 48, "update") && need(r, init(&c, 0, NULL, NULL), "re-init")
+            && need(r, upd(&c, a, in, 48) == 48, "update")
+            && need(r, init(&c, 0, NULL, NULL), "re-init")
             && need(r, upd(&c, a, in + 48, 32) == 32, "update")
             && fresh(r, m, 0, K1, IV1, b, in + 48, 32)
-            && expect(r, memcmp(a, b, 32) == 0, "CBC/CFB: init without IV does not restart at the IV");
+            && expect(r, memcmp(a, b, 32) == 0,
+                "CBC/CFB: init without IV does not restart at the IV");
         close_ctx(&c);
     }
     if (ok) {
@@ -475,10 +491,14 @@ static int check_REINIT_RESTORES_IV(assume_run *r)
 
         add128(next, IV1, 2);
         ok = open_ctx(r, &c, MODE_CTR) && need(r, init(&c, 1, K1, IV1), "init")
-            && need(r, upd(&c, a, in, 21) == 21, "update") && need(r, init(&c, 1, NULL, NULL), "re-init")
+            && need(r, upd(&c, a, in, 21) == 21, "update")
+            && need(r, init(&c, 1, NULL, NULL), "re-init")
             && need(r, get_uint(&c, OSSL_CIPHER_PARAM_NUM, &num), "num")
-            && need(r, upd(&c, a, in, 32) == 32, "update") && fresh(r, MODE_CTR, 1, K1, next, b, in, 32)
-            && expect(r, num == 0 && memcmp(a, b, 32) == 0, "CTR: init without IV does not go on at the next counter");
+            && need(r, upd(&c, a, in, 32) == 32, "update")
+            && fresh(r, MODE_CTR, 1, K1, next, b, in, 32)
+            && expect(r, num == 0
+            && memcmp(a, b, 32) == 0,
+                    "CTR: init without IV does not go on at the next counter");
         close_ctx(&c);
     }
     return ok;
@@ -496,7 +516,8 @@ static int check_IV_PARAM_IS_ORIGINAL(assume_run *r)
         ok = open_ctx(r, &c, m) && need(r, init(&c, 0, K1, IV1), "init")
             && need(r, upd(&c, out, in, 48) != SIZE_MAX, "update")
             && need(r, get_block(&c, OSSL_CIPHER_PARAM_IV, iv), "iv")
-            && expect(r, memcmp(iv, IV1, BLOCK) == 0, "the IV parameter is not the IV given at init");
+            && expect(r, memcmp(iv, IV1, BLOCK) == 0,
+                "the IV parameter is not the IV given at init");
         close_ctx(&c);
     }
     return ok;
@@ -528,7 +549,8 @@ static int check_SHARED_PARAM_TABLES(assume_run *r)
         if (*f == NULL)
             *f = fb;
         ok = need(r, ctx != NULL, "newctx")
-            && expect(r, same_list(fb->gettable_params(r->provctx), (*f)->gettable_params(r->provctx))
+            && expect(r, same_list(fb->gettable_params(r->provctx),
+                (*f)->gettable_params(r->provctx))
                       && same_list(fb->gettable_ctx_params(ctx, r->provctx),
                                    (*f)->gettable_ctx_params(ctx, r->provctx))
                       && same_list(fb->settable_ctx_params(ctx, r->provctx),
@@ -546,7 +568,8 @@ static const unsigned char GIV[12] = "gcm-iv-12by";
 
 /* One GCM encryption: init steps given by the caller, then aad, data, final, tag. */
 static int gcm_finish(assume_run *r, fbc *c, const unsigned char *aad, size_t naad,
-                      const unsigned char *in, unsigned char *out, size_t n, unsigned char tag[BLOCK])
+                      const unsigned char *in, unsigned char *out, size_t n,
+                          unsigned char tag[BLOCK])
 {
     size_t outl = 0;
 
@@ -557,7 +580,8 @@ static int gcm_finish(assume_run *r, fbc *c, const unsigned char *aad, size_t na
 }
 
 static int gcm_fresh(assume_run *r, const unsigned char *key, const unsigned char *aad, size_t naad,
-                     const unsigned char *in, unsigned char *out, size_t n, unsigned char tag[BLOCK])
+                     const unsigned char *in, unsigned char *out, size_t n,
+                         unsigned char tag[BLOCK])
 {
     fbc c = { 0 };
     int ok = open_ctx(r, &c, MODE_GCM) && need(r, init(&c, 1, key, GIV), "init")
@@ -637,10 +661,13 @@ static int check_GCM_SEGMENT_GHASH(assume_run *r)
         for (int j = 0; j < BLOCK; j++)
             x[j] ^= he[BLOCK + j];
         ok = need(r, init(&c, 1, NULL, (const unsigned char *)"\0\0\0\0\0\0\0\0\0\0\0"), "zero IV")
-            && need(r, upd(&c, NULL, in, first) != SIZE_MAX && upd(&c, NULL, in + first, b - first) != SIZE_MAX,
+            && need(r, upd(&c, NULL, in, first) != SIZE_MAX
+            && upd(&c, NULL, in + first, b - first) != SIZE_MAX,
                     "AAD")
-            && need(r, c.fb->final(c.ctx, NULL, &outl, 0), "final") && need(r, gcm_tag(&c, tag, BLOCK), "tag")
-            && expect(r, memcmp(tag, x, BLOCK) == 0, "GCM: an AAD-only message's tag is not GHASH as assumed");
+            && need(r, c.fb->final(c.ctx, NULL, &outl, 0), "final")
+            && need(r, gcm_tag(&c, tag, BLOCK), "tag")
+            && expect(r, memcmp(tag, x, BLOCK) == 0,
+                "GCM: an AAD-only message's tag is not GHASH as assumed");
     }
     close_ctx(&c);
     return ok;
@@ -689,10 +716,12 @@ static int check_GCM_DECRYPT_NEEDS_TAG(assume_run *r)
     ok = gcm_fresh(r, K1, NULL, 0, in, ct, 20, tag) && open_ctx(r, &c, MODE_GCM)
         && need(r, init(&c, 0, K1, GIV), "init") && need(r, upd(&c, out, ct, 20) == 20, "data");
     ERR_set_mark();
-    ok = ok && expect(r, !c.fb->final(c.ctx, out, &outl, 16), "GCM: decrypting final without a tag succeeded");
+    ok = ok && expect(r, !c.fb->final(c.ctx, out, &outl, 16),
+        "GCM: decrypting final without a tag succeeded");
     ERR_pop_to_mark();
     ok = ok && need(r, gcm_set_tag(&c, tag, BLOCK), "set tag")
-        && expect(r, c.fb->final(c.ctx, out, &outl, 16), "GCM: the final after a tagless one failed");
+        && expect(r, c.fb->final(c.ctx, out, &outl, 16),
+            "GCM: the final after a tagless one failed");
     close_ctx(&c);
     return ok;
 }
@@ -735,7 +764,8 @@ static int check_GCM_FAILED_FINAL_CONTINUES(assume_run *r)
         && expect(r, upd(&c, out + 20, ct + 20, 30) == 30 && memcmp(out, in, 50) == 0,
                   "GCM: data after a failed final does not continue the keystream")
         && need(r, gcm_set_tag(&c, tag, BLOCK), "set tag")
-        && expect(r, !c.fb->final(c.ctx, out, &outl, 16), "GCM: a final after a failed final succeeded");
+        && expect(r, !c.fb->final(c.ctx, out, &outl, 16),
+            "GCM: a final after a failed final succeeded");
     ERR_pop_to_mark();
     close_ctx(&c);
     return ok;
@@ -753,10 +783,12 @@ static int check_GCM_IVLEN_VOIDS_IV(assume_run *r)
     fill(in, sizeof(in), 19);
     ok = open_ctx(r, &c, MODE_GCM) && need(r, c.fb->get_ctx_params(c.ctx, get), "ivlen")
         && expect(r, ivlen == 12, "GCM: a new context's IV length is not 12")
-        && need(r, init(&c, 1, K1, GIV), "init") && need(r, c.fb->set_ctx_params(c.ctx, set), "same ivlen")
+        && need(r, init(&c, 1, K1, GIV), "init")
+        && need(r, c.fb->set_ctx_params(c.ctx, set), "same ivlen")
         && expect(r, upd(&c, out, in, 16) == 16, "GCM: setting the same IV length voided the IV");
     ivlen = 16;
-    ok = ok && need(r, init(&c, 1, NULL, GIV), "init") && need(r, c.fb->set_ctx_params(c.ctx, set), "ivlen 16");
+    ok = ok && need(r, init(&c, 1, NULL, GIV), "init")
+        && need(r, c.fb->set_ctx_params(c.ctx, set), "ivlen 16");
     ERR_set_mark();
     ok = ok && expect(r, upd(&c, out, in, 16) == SIZE_MAX, "GCM: a new IV length kept the IV");
     ERR_pop_to_mark();
@@ -797,7 +829,8 @@ static int check_UNKNOWN_PARAMS_IGNORED(assume_run *r)
     unsigned char in[16], out[32], buf[BLOCK] = { 0 };
     size_t ivlen = 0;
     OSSL_PARAM p[3] = { OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ivlen),
-                        OSSL_PARAM_octet_string("gpuaes-tag-answered", buf, BLOCK), OSSL_PARAM_END };
+                        OSSL_PARAM_octet_string("gpuaes-tag-answered", buf, BLOCK),
+                            OSSL_PARAM_END };
     fbc c = { 0 };
     int ok;
 
@@ -823,9 +856,11 @@ static int check_GCM_CIPHER_FORMS(assume_run *r)
     fill(in, sizeof(in), 22);
     ok = gcm_fresh(r, K1, in, 13, in, b, 40, tb) && open_ctx(r, &c, MODE_GCM)
         && need(r, init(&c, 1, K1, GIV), "init")
-        && expect(r, c.fb->cipher(c.ctx, NULL, &outl, 13, in, 13), "GCM cipher(): out NULL is not AAD")
+        && expect(r, c.fb->cipher(c.ctx, NULL, &outl, 13, in, 13),
+            "GCM cipher(): out NULL is not AAD")
         && need(r, c.fb->cipher(c.ctx, a, &outl, 40, in, 40), "cipher() data")
-        && expect(r, c.fb->cipher(c.ctx, NULL, &outl, 0, NULL, 0), "GCM cipher(): in NULL is not final")
+        && expect(r, c.fb->cipher(c.ctx, NULL, &outl, 0, NULL, 0),
+            "GCM cipher(): in NULL is not final")
         && need(r, gcm_tag(&c, ta, BLOCK), "tag")
         && expect(r, memcmp(a, b, 40) == 0 && memcmp(ta, tb, BLOCK) == 0,
                   "GCM cipher(): the forms do not give update/final's result");
