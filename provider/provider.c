@@ -11,6 +11,7 @@
 #include <openssl/err.h>
 
 #include "gpuaes.h"
+#include "fallback_assumptions.h"
 
 /*
  * One line per cipher variant: id, first name (as the default provider
@@ -269,6 +270,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         OPENSSL_free(prov);
         return 0;
     }
+    (void)assume_verify_at_load(prov);     /* a failure turns the GPU path off */
     if (!CRYPTO_THREAD_run_once(&algorithms_once, build_algorithms)) {
         fallback_unload(prov);
         OPENSSL_free(prov);

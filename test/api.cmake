@@ -118,3 +118,22 @@ gpuaes_test(NAME reinit_gcm_default_gpu COMMAND test_reinit --gpu --gcm-default 
 # shows that disable_gpu reaches it.
 gpuaes_test_program(test_settings test_settings.c)
 gpuaes_test(NAME settings COMMAND test_settings TIMEOUT 120 MODULE_DIR ${CMAKE_BINARY_DIR}/emu)
+
+# What gpuaes assumes about the default provider (provider/fallback_assumptions.h):
+# every check against this libcrypto, through gpuaes's own loader (fallback.c)
+# and dispatch calls.  CPU only: no GPU, no module.
+add_executable(test_assumptions test_assumptions.c ${PROJECT_SOURCE_DIR}/provider/assumptions.c
+  ${PROJECT_SOURCE_DIR}/provider/fallback.c ${PROJECT_SOURCE_DIR}/provider/debug.c
+  ${PROJECT_SOURCE_DIR}/provider/gcm_math.c)
+target_include_directories(test_assumptions PRIVATE ${PROJECT_SOURCE_DIR}/provider ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(test_assumptions PRIVATE -Wall -Wextra -Wno-unused-parameter)
+target_link_libraries(test_assumptions PRIVATE OpenSSL::Crypto Threads::Threads)
+gpuaes_test(NAME assumptions COMMAND test_assumptions TIMEOUT 120)
+# The same checks at load (emulated module): one made to fail turns the GPU path off.
+gpuaes_test_program(test_assume_load test_assume_load.c)
+target_link_libraries(test_assume_load PRIVATE api_util)
+gpuaes_test(NAME assume_load_emu COMMAND test_assume_load LABELS emu TIMEOUT 120
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_KEYSTREAM=0")
+gpuaes_test(NAME assume_load_broken_emu COMMAND test_assume_load --broken LABELS emu TIMEOUT 120
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_KEYSTREAM=0;GPUAES_TEST_BREAK_ASSUMPTION=ASSUME_UPDATED_IV")
