@@ -118,3 +118,13 @@ gpuaes_test(NAME reinit_gcm_default_gpu COMMAND test_reinit --gpu --gcm-default 
 # shows that disable_gpu reaches it.
 gpuaes_test_program(test_settings test_settings.c)
 gpuaes_test(NAME settings COMMAND test_settings TIMEOUT 120 MODULE_DIR ${CMAKE_BINARY_DIR}/emu)
+
+# gpu_memory_max: slots the cap would not hold are not made; the work goes to
+# the CPU, identical, counted in gpu-memory-refusals.  2 lanes of 1 MiB make a
+# slot of ~8 MiB (README, "Device memory"): 12 MiB holds one.
+gpuaes_test_program(test_memcap test_memcap.c)
+target_link_libraries(test_memcap PRIVATE api_util)
+gpuaes_test(NAME memcap_zero COMMAND test_memcap --zero LABELS gpu TIMEOUT 300
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=1M;GPUAES_KEYSTREAM=0;GPUAES_GPU_MEMORY_MAX=0")
+gpuaes_test(NAME memcap_one COMMAND test_memcap --one LABELS gpu TIMEOUT 300
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=1M;GPUAES_KEYSTREAM=0;GPUAES_GPU_MEMORY_MAX=12582912;GPUAES_STAGING_LANES=2;GPUAES_STAGING_CHUNK=1M;GPUAES_EMU_JOB_DELAY_MS=30")
