@@ -28,7 +28,7 @@ static const unsigned char *input;
 static uint64_t cap;                   /* GPUAES_GPU_MEMORY_MAX, in bytes (CTest gives a number) */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *const names[] = { "AES-128-CTR", "AES-256-ECB", "AES-192-CBC", "AES-256-GCM" };
+static const char *const names[] = { "AES-128-CTR", "AES-256-ECB", "AES-192-ECB", "AES-256-GCM" };  /* encrypting: GPU-able */
 
 static uint64_t get_u64(const char *key)
 {
@@ -104,7 +104,7 @@ int main(int argc, char **argv)
     CHECKF(test_gpu_errors(&env) == 0, "a refusal is not an error");
     if (zero) {
         CHECKF(bytes == 0, "cap 0, yet %llu bytes on the GPU", (unsigned long long)bytes);
-        CHECKF(refusals > 0, "no refusal counted");
+        CHECKF(refusals >= (uint64_t)THREADS * CALLS, "%llu refusals", (unsigned long long)refusals);
     } else {
         CHECKF(bytes > 0, "one slot's worth of cap, yet nothing on the GPU");
         CHECKF(!emulated || refusals > 0, "overlapping jobs, yet no refusal");
