@@ -2,12 +2,14 @@
 // environment switches, fork safety, and the description string.
 //
 // Start-up: CUDA initialisation and context creation cost 0.2-0.9 s and
-// ~0.5 GiB of device memory.  No caller ever waits for them: the first call
-// that could use the GPU starts a gpuaes-owned thread that initialises, and
-// every call runs on the CPU until it is done (gpuaes_gpu_available() never
-// blocks).  Only an explicit question (gpuaes_gpu_wait(), the provider's
-// "gpu" and "gpu-available" parameters) waits.  A process that never makes
-// such a call never touches CUDA.
+// ~0.5 GiB of device memory.  They run on a gpuaes-owned thread, started by
+// the first call to gpuaes_gpu_available() or gpuaes_gpu_wait(), neither of
+// which the layer makes on its own.  gpuaes_gpu_available() never blocks.
+// The provider (provider/offload.c, offload_gpu_up) starts the GPU only once
+// the process has done gpu_start_bytes of work the GPU could take, and the
+// call that crosses that mark waits for the start-up (gpuaes_gpu_wait): an
+// exit during start-up must join the thread (below), which a short process
+// cannot afford.  A process that never crosses it never touches CUDA.
 //
 // Fork: CUDA cannot be used in a child forked after the parent initialised
 // it (the driver state is not duplicated; calls may fail or hang).  A
@@ -110,7 +112,7 @@ void at_exit_release()
 // too (-z nodelete): the thread came back from the driver into runtime state
 // torn down meanwhile.  The wait is at most the CUDA call in progress (cold
 // cuInit: ~0.2 s); dispatch starts the GPU only in a process that has done
-// enough work for it to pay (dispatch_start_gpu).
+// enough work for it to pay (offload_gpu_up in provider/offload.c).
 std::atomic<bool> g_process_exiting{false};
 
 bool exit_began() { return g_process_exiting.load(std::memory_order_relaxed); }
@@ -353,7 +355,7 @@ extern "C" const char *gpuaes_gpu_state(void)
     using namespace gpuaes;
     if (g_child_after_cuda.load()) return kForkMsg;
     switch (g_init_state.load(std::memory_order_acquire)) {
-    case kInitNone: return "GPU not started (it starts in the background at the first large operation)";
+    case kInitNone: return "GPU not started (it starts once the process has done gpu_start_bytes of work it could take)";
     case kInitRunning: return "GPU starting";
     default: return gpuaes_gpu_description();
     }

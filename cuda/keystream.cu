@@ -16,7 +16,8 @@
 // kernel stream, before any later fill) and kept for the next context;
 // pooled windows idle for longer than the idle bound are freed by the idle
 // release thread (lifecycle.cu).  The pinned memory of all windows counts
-// against gpuaes_ks_set_limit().
+// against gpuaes_ks_set_limit(); pinned and device memory together against
+// gpu_memory_max (memory_cap.h), with the staging slots.
 //
 // Release and readers: every call on a window by its owner "enters" it (a
 // seq_cst store of busy = 1, then a look at g_closing), and gpuaes_ks_pin()
@@ -47,6 +48,7 @@
 #include "cuda_guest.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
+#include "memory_cap.h"
 #include "pdl.cuh"
 
 namespace gpuaes {
@@ -424,6 +426,7 @@ void forget_locked(gpuaes_ks_window *w)
 {
     if (g_all != nullptr) g_all->erase(std::remove(g_all->begin(), g_all->end(), w), g_all->end());
     g_pinned -= w->cap;
+    mem_release(2 * w->cap);
 }
 
 // The poll of ready() and pin() (w entered).
@@ -502,7 +505,12 @@ extern "C" gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
             return w;
         }
     }
-    if (g_pinned + cap > g_limit || !reserve_window_slot()) {
+    if (g_pinned + cap > g_limit || !mem_reserve(2 * cap)) { // pinned + device
+        pthread_mutex_unlock(&g_lock);
+        return nullptr;
+    }
+    if (!reserve_window_slot()) {
+        mem_release(2 * cap);
         pthread_mutex_unlock(&g_lock);
         return nullptr;
     }
@@ -513,18 +521,29 @@ extern "C" gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
     gpuaes_ks_window *w = new (std::nothrow) gpuaes_ks_window();
     bool good = w != nullptr && gpu_fault() != Fault::alloc && guest.ok();
     if (good) {
+        bool oom = false; // memory full: back off (memory_cap.h), no retry per stream
+        auto alloc = [&oom](cudaError_t e, const char *what) {
+            oom |= e == cudaErrorMemoryAllocation;
+            return ok(e, what);
+        };
         w->cap = cap;
-        good = ok(cudaHostAlloc((void **)&w->host, cap, cudaHostAllocDefault), "cudaHostAlloc");
+        good = alloc(cudaHostAlloc((void **)&w->host, cap, cudaHostAllocDefault), "cudaHostAlloc");
         if (!good) w->host = nullptr;
-        if (good) good = ok(cudaMalloc(&w->dev, cap), "cudaMalloc");
+        if (good) good = alloc(cudaMalloc(&w->dev, cap), "cudaMalloc");
         if (!good) w->dev = nullptr;
         if (good) good = ok(cudaEventCreateWithFlags(&w->ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");
         if (!good) w->ev = nullptr;
+        if (oom) mem_alloc_failed();
+        else if (good) mem_alloc_ok();
     }
     pthread_mutex_lock(&g_lock);
     good = good && !g_closing.load();
-    if (good) g_all->push_back(w); // within the capacity reserved above
-    else g_pinned -= cap;
+    if (good) {
+        g_all->push_back(w); // within the capacity reserved above
+    } else {
+        g_pinned -= cap;
+        mem_release(2 * cap);
+    }
     pthread_mutex_unlock(&g_lock);
     if (!good) {
         if (w != nullptr) {
@@ -741,6 +760,7 @@ void keystream_release(bool final)
             uncount(w);
             destroy_buffers(w, cuda);
             g_pinned -= w->cap;
+            mem_release(2 * w->cap);
             if (w->pooled) {
                 delete w;
             } else { // its owner's later calls fail: the layer stays closed

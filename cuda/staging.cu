@@ -45,8 +45,10 @@
 //
 // Slots: up to kMaxSlots, created on demand and reused (buffers are never
 // allocated per call); a slot idle for kIdleReleaseNs is freed by the idle
-// release thread (lifecycle.cu).  A caller that finds none free gets
-// GPUAES_BUSY at once.  DMA only ever touches the slot's own pinned and
+// release thread (lifecycle.cu).  A caller that finds none free, or whose
+// new slot gpu_memory_max would not hold (memory_cap.h: also while an
+// allocation that found memory full is backed off from), gets GPUAES_BUSY
+// at once.  DMA only ever touches the slot's own pinned and
 // device buffers.
 //
 // Secrets (docs/DESIGN.md, "Secrets"): when a job returns, every pinned
@@ -76,6 +78,7 @@
 #include "gpu_settings.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
+#include "memory_cap.h"
 
 namespace gpuaes {
 namespace {
@@ -227,6 +230,7 @@ enum class SlotState { empty, creating, idle, busy, dead };
 struct Slot {
     SlotState state = SlotState::empty;
     int nlanes = 0;
+    size_t reserved = 0;    // bytes of the memory cap it holds (mem_reserve), under g_pool_lock
     int64_t idle_since = 0; // mono_ns() when it last became idle
     Lane lane[kMaxLanes];
 };
@@ -236,8 +240,17 @@ Slot g_slots[kMaxSlots];
 
 // ---- slot pool -----------------------------------------------------------
 
+size_t dmem_bytes() { return 2 * config().chunk + kGhashBytes; }
+
+// Pinned + device bytes of one slot (what the memory cap counts).
+size_t slot_bytes()
+{
+    return size_t(config().lanes) * (config().host_bytes() + dmem_bytes());
+}
+
 // Returns a slot now owned by the caller (busy, or creating: then *create is
-// set and the caller must allocate it), or nullptr when all are taken.
+// set and the caller must allocate it), or nullptr when all are taken or a
+// new one would pass the memory cap.
 Slot *acquire_slot(bool *create)
 {
     Slot *got = nullptr;
@@ -247,7 +260,14 @@ Slot *acquire_slot(bool *create)
         if (s.state == SlotState::idle) { s.state = SlotState::busy; got = &s; break; }
     if (got == nullptr)
         for (Slot &s : g_slots)
-            if (s.state == SlotState::empty) { s.state = SlotState::creating; got = &s; *create = true; break; }
+            if (s.state == SlotState::empty) {
+                if (!mem_reserve(slot_bytes())) break; // counted there
+                s.state = SlotState::creating;
+                s.reserved = slot_bytes();
+                got = &s;
+                *create = true;
+                break;
+            }
     pthread_mutex_unlock(&g_pool_lock);
     return got;
 }
@@ -258,8 +278,6 @@ void set_state(Slot *s, SlotState st)
     s->state = st;
     pthread_mutex_unlock(&g_pool_lock);
 }
-
-size_t dmem_bytes() { return 2 * config().chunk + kGhashBytes; }
 
 // Frees a slot's resources, wiping pinned and device buffers first when
 // `wipe`.  Best effort: errors are ignored (a sticky one disables the GPU).
@@ -284,6 +302,11 @@ void destroy_slot(Slot *s, bool wipe, bool cuda)
         l = Lane();
     }
     s->nlanes = 0;
+    // Given back even when nothing was freed (GPU broken): no slot is made again.
+    pthread_mutex_lock(&g_pool_lock);
+    mem_release(s->reserved);
+    s->reserved = 0;
+    pthread_mutex_unlock(&g_pool_lock);
 }
 
 // ---- one job ---------------------------------------------------------------
@@ -969,6 +992,7 @@ bool create_slot(Slot *s, gpuaes_job *job)
 {
     if (gpu_fault() == Fault::alloc) {
         std::snprintf(job->error, sizeof job->error, "alloc: cudaMalloc: injected fault (GPUAES_FAULT=alloc)");
+        destroy_slot(s, false, false); // nothing allocated: gives the reservation back
         return false;
     }
     const StagingConfig &cf = config();
@@ -987,7 +1011,11 @@ bool create_slot(Slot *s, gpuaes_job *job)
         l.dgh = reinterpret_cast<G128 *>(l.dmem + 2 * cf.chunk); // chunk: a power of two >= 64 KiB, aligned
         if ((e = cudaMemsetAsync(l.dgh, 0, kGhashBytes, l.stream)) != cudaSuccess) { call = "cudaMemsetAsync"; break; } // launch_ghash's counter
     }
-    if (e == cudaSuccess) return true;
+    if (e == cudaSuccess) {
+        mem_alloc_ok();
+        return true;
+    }
+    if (e == cudaErrorMemoryAllocation) mem_alloc_failed(); // no retry per call: memory_cap.h
     std::snprintf(job->error, sizeof job->error, "alloc: %s: %s", call, cudaGetErrorString(e));
     if (error_is_fatal(e)) {
         mark_gpu_broken(job->error);

@@ -137,12 +137,13 @@ typedef struct gpuaes_gpu_settings {
     int copy_threads;              /* host copy threads, the caller included (0: min(8, cores / 2)) */
     size_t copy_part;              /* the largest part of a copy one thread takes */
     int copy_stream;               /* non-temporal stores into the caller's output */
+    size_t gpu_memory_max;         /* pinned + device bytes of slots and windows (SIZE_MAX: no cap) */
 } gpuaes_gpu_settings;
 
 #define GPUAES_GPU_SETTINGS_DEFAULT                                           \
     { 0, 0, GPUAES_FAULT_NONE, GPUAES_STAGING_CHUNK_DEFAULT,                  \
       GPUAES_STAGING_LANES_DEFAULT, GPUAES_STAGING_FIRST_DEFAULT,             \
-      GPUAES_STAGING_ZEROCOPY_DEFAULT, 0, 0, GPUAES_COPY_PART_DEFAULT, 1 }
+      GPUAES_STAGING_ZEROCOPY_DEFAULT, 0, 0, GPUAES_COPY_PART_DEFAULT, 1, (size_t)-1 }
 
 /* Process-wide; each part of the layer takes the values in force at its
  * first use (in practice those of the first provider load). */
@@ -157,8 +158,9 @@ void gpuaes_gpu_configure(const gpuaes_gpu_settings *settings);
 int gpuaes_gpu_available(void);
 
 /* Starts the initialisation if needed, waits until it is over, and answers
- * as gpuaes_gpu_available().  For explicit questions only (provider
- * parameters, tests), never on a data path. */
+ * as gpuaes_gpu_available().  For explicit questions (provider parameters,
+ * tests) and for the one call that decides to start the GPU (the provider's
+ * offload_gpu_up: see cuda/device.cu, "Start-up"). */
 int gpuaes_gpu_wait(void);
 
 /* 1 when the GPU can run `op` now: gpuaes_gpu_available(), and for the GCM
@@ -188,6 +190,21 @@ const char *gpuaes_gpu_state(void);
  * done (done 0, cpu_from len).
  */
 void gpuaes_gpu_run(gpuaes_job *job);
+
+/*
+ * Memory this process's GPU layer holds beyond the CUDA context (~0.5 GiB,
+ * the driver's): staging slots (pinned + device, per concurrent job) and
+ * keystream windows (pinned + device), capped by gpu_memory_max.  A slot or
+ * window the cap would not hold is not made (the job answers GPUAES_BUSY,
+ * a window NULL: the work goes to the CPU), nor one while an allocation
+ * that found memory full is being backed off from; each such refusal counts.
+ */
+typedef struct gpuaes_gpu_memory_stats {
+    size_t held;                   /* bytes now, pinned + device */
+    unsigned long long refused;    /* slots and windows not made: the cap, or the back-off */
+    unsigned long long oom;        /* allocations that failed for lack of memory */
+} gpuaes_gpu_memory_stats;
+void gpuaes_gpu_memory(gpuaes_gpu_memory_stats *stats);
 
 /* Waits for nothing: no job may be running and no keystream window be in
  * use (every context freed; e.g. at provider unload).  Wipes and frees all

@@ -10,7 +10,8 @@
  * and then re-initialises the fallback context with the state after those
  * blocks (chaining block or counter, from the GPU job), so the next update,
  * on either path, continues exactly.  If the GPU stops early, the same
- * re-synchronisation happens at the point where it stopped.
+ * re-synchronisation happens at the point where it stopped.  What this
+ * assumes of the default provider: provider/fallback_assumptions.h (ASSUME_*).
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -79,7 +80,8 @@ static int gpu_capable(const block_ctx *c)
     }
 }
 
-/* ECB and CBC buffer partial blocks; decryption with padding holds back a full one. */
+/* ECB and CBC buffer partial blocks; decryption with padding holds back a full one.
+ * (ASSUME_BLOCK_BUFFER_RULE, as held_after and track_held.) */
 static int buffers_blocks(const block_ctx *c)
 {
     return c->var->mode == MODE_ECB || c->var->mode == MODE_CBC;
@@ -281,7 +283,8 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
     OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? c->fb->einit : c->fb->dinit;
 
     /* The fallback's "original IV" is overwritten by every re-synchronisation,
-     * so a re-init that keeps the IV (CBC/CFB restart from it) gets ours. */
+     * so a re-init that keeps the IV (CBC/CFB restart from it) gets ours.
+     * (ASSUME_REINIT_RESTORES_IV) */
     if (iv == NULL && c->oiv_set && (c->var->mode == MODE_CBC || c->var->mode == MODE_CFB)) {
         iv = c->oiv;
         ivlen = BLOCK;
@@ -300,7 +303,7 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
         return 0;
     }
     c->enc = enc;
-    c->nheld = 0;
+    c->nheld = 0;                     /* ASSUME_INIT_RESETS_STREAM */
     c->held_known = 1;
     note_params(c, params);
     if (key != NULL) {
@@ -370,7 +373,9 @@ static int fb_set_padding(block_ctx *c, unsigned int pad)
 }
 
 /* Restart the fallback's stream at a block boundary with this chaining
- * block / counter (empty buffer, num 0).  Keeps key, padding, direction. */
+ * block / counter (empty buffer, num 0).  Keeps key, padding, direction.
+ * (ASSUME_REINIT_KEEPS_SCHEDULE, ASSUME_INIT_RESETS_STREAM,
+ * ASSUME_INIT_KEEPS_PADDING, ASSUME_NUM_PARAM) */
 static int fb_resync(block_ctx *c, const unsigned char iv[BLOCK])
 {
     OSSL_FUNC_cipher_encrypt_init_fn *init = c->enc ? c->fb->einit : c->fb->dinit;
@@ -399,7 +404,8 @@ static gpuaes_op gpu_op(const block_ctx *c)
 
 /* The caller's share of a GPU job (gpuaes_cpu_share_fn): whole blocks on the
  * fallback, restarted at the piece's chaining block / counter (padding is
- * off for the whole job).  run_blocks re-synchronises it afterwards. */
+ * off for the whole job: ASSUME_INIT_KEEPS_PADDING).  run_blocks
+ * re-synchronises it afterwards. */
 typedef struct block_share_arg {
     block_ctx *c;
     int failed;
@@ -440,7 +446,8 @@ static int run_blocks(block_ctx *c, unsigned char *out, const unsigned char *in,
     job.key = c->gpukey;
     if (job.key != NULL) {
         if (c->prov->cpu_share) {
-            if (!fb_set_padding(c, 0))     /* pieces are whole blocks mid-stream */
+            /* Pieces are whole blocks mid-stream (ASSUME_PADDING_MIDSTREAM). */
+            if (!fb_set_padding(c, 0))
                 return 0;
             pad_off = 1;
             job.cpu_share = block_share;
@@ -484,6 +491,7 @@ static int update_blocks(block_ctx *c, unsigned char *out, size_t *outl, size_t 
         ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
         return 0;
     }
+    /* ASSUME_UPDATED_IV: the block before the held bytes */
     if (c->var->mode == MODE_CBC && !fb_get_block(c, OSSL_CIPHER_PARAM_UPDATED_IV, chain))
         return 0;
     if (c->nheld > 0) {
@@ -509,7 +517,8 @@ static int update_blocks(block_ctx *c, unsigned char *out, size_t *outl, size_t 
     return 1;
 }
 
-/* CTR and CFB: stream modes with a position (num) inside the current block. */
+/* CTR and CFB: stream modes with a position (num) inside the current block.
+ * (ASSUME_NUM_PARAM; ASSUME_UPDATED_IV after the head) */
 static int update_stream(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
                          const unsigned char *in, size_t inl)
 {
@@ -593,7 +602,8 @@ typedef struct ks_state {
 #define KS_JUDGE 6
 #define KS_BACKOFF 64
 
-/* out = base + blocks (128-bit big-endian, wraps mod 2^128 as OpenSSL's CTR). */
+/* out = base + blocks (128-bit big-endian, wraps mod 2^128 as OpenSSL's CTR:
+ * ASSUME_CTR_128BIT_COUNTER). */
 static void ctr_add(const unsigned char base[BLOCK], uint64_t blocks, unsigned char out[BLOCK])
 {
     unsigned int carry = 0;
@@ -614,7 +624,8 @@ static void ctr_sub1(unsigned char c[BLOCK])
             break;
 }
 
-/* The fallback at stream position pos, exactly as if it had done every byte. */
+/* The fallback at stream position pos, exactly as if it had done every byte.
+ * (ASSUME_CTR_SCRATCH_REBUILDS_PARTIAL) */
 static int ks_sync_fb(block_ctx *c)
 {
     ks_state *k = c->ks;
@@ -745,7 +756,8 @@ static int ks_begin(block_ctx *c)
         atomic_fetch_sub(&ks_streams, 1);
         return 0;
     }
-    /* With num > 0 the fallback's counter is already that of the next block. */
+    /* With num > 0 the fallback's counter is already that of the next block
+     * (ASSUME_UPDATED_IV). */
     if (num > 0)
         ctr_sub1(iv);
     memcpy(k->base, iv, BLOCK);
@@ -1005,7 +1017,7 @@ int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     if (c->track) {
         /* Whole blocks after whole blocks: the fallback then holds the last
          * block (decryption with padding) or nothing.  Anything else: the
-         * general mirror, out of line. */
+         * general mirror, out of line.  (ASSUME_BLOCK_BUFFER_RULE) */
         if (((inl | c->nheld) & (BLOCK - 1)) != 0 || inl == 0)
             return update_offload(c, out, outl, outsize, in, inl);
         if (!c->enc && c->pad) {
@@ -1076,8 +1088,9 @@ int block_get_ctx_params(void *vctx, OSSL_PARAM params[])
         return 0;
     if (!c->fb->get_ctx_params(c->fbctx, params))
         return 0;
-    /* "iv" is the IV given at init; after a re-sync the fallback has another.
-     * (EVP asks for ivlen on every init: the common path stays short.) */
+    /* "iv" is the IV given at init; after a re-sync the fallback has another
+     * (ASSUME_IV_PARAM_IS_ORIGINAL).  (EVP asks for ivlen on every init: the
+     * common path stays short.) */
     if (!c->resynced)
         return 1;
     p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IV);
@@ -1110,6 +1123,7 @@ int block_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     return 1;
 }
 
+/* One list for every block-mode variant: ASSUME_SHARED_PARAM_TABLES. */
 const OSSL_PARAM *block_gettable_params(void *provctx)
 {
     const gpuaes_prov *prov = provctx;

@@ -30,7 +30,9 @@
  * GPU piece starts block-aligned, after the CPU finished the partial block,
  * and AAD's pad is in the segment) and at final (a trailing partial block is
  * zero-padded by the segment's own final, as AAD, which is what GCM's pad
- * of C is).  Everything is duplicable (dupctx).
+ * of C is).  Everything is duplicable (dupctx).  (ASSUME_GCM_SEGMENT_GHASH;
+ * the other ASSUME_GCM_* of provider/fallback_assumptions.h are the default
+ * provider's message rules, which this engine repeats.)
  */
 #include <stdint.h>
 #include <string.h>
@@ -117,7 +119,7 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
     c->fb = var->fallback;
     c->ecb = sibling(var, MODE_ECB);
     c->ctr = sibling(var, MODE_CTR);
-    c->ivlen = 12;                    /* the default provider's initial IV length */
+    c->ivlen = 12;                    /* the default's initial IV length: ASSUME_GCM_IVLEN_VOIDS_IV */
     c->fbctx = c->fb->newctx(prov->fallback_provctx);
     if (c->fbctx == NULL || c->ecb == NULL || c->ctr == NULL) {
         c->fb->freectx(c->fbctx);
@@ -184,7 +186,8 @@ static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
         c->tls = 1;
         c->msg = MSG_FALLBACK;
     }
-    /* A different IV length voids the IV (the default provider then refuses data). */
+    /* A different IV length voids the IV (the default provider then refuses
+     * data: ASSUME_GCM_IVLEN_VOIDS_IV). */
     p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_IVLEN);
     if (p != NULL && OSSL_PARAM_get_size_t(p, &sz) && sz != c->ivlen) {
         c->ivlen = sz;
@@ -201,7 +204,8 @@ static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
 }
 
 /* The default provider has the IV buffered, not yet applied (its first
- * non-empty AAD or data update applies it): the message has not started. */
+ * non-empty AAD or data update applies it): the message has not started.
+ * (ASSUME_GCM_IV_BUFFERED) */
 static int iv_buffered(const gcm_ctx *c)
 {
     return c->msg == MSG_UNDECIDED && c->naad == 0 && c->g.aadlen == 0;
@@ -216,7 +220,8 @@ static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
         /* Re-keyed in the middle of a message on our engine: the fallback takes
          * over.  The default provider would now hold a started message (its IV
          * applied) whose GCM state the new key zeroes; one byte of AAD brings
-         * the fallback to that same point before the re-key zeroes it too. */
+         * the fallback to that same point before the re-key zeroes it too.
+         * (ASSUME_GCM_REKEY_RESETS_MESSAGE) */
         static const unsigned char one = 0;
         size_t outl;
 
@@ -243,7 +248,8 @@ static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
          * finished message stays finished: no update or final without a new
          * IV).  Before the message's first AAD or data the default provider
          * still holds the IV buffered and starts the message with it under
-         * the new key, as `openssl speed` does (IV, then key): undecided. */
+         * the new key, as `openssl speed` does (IV, then key): undecided.
+         * (ASSUME_GCM_FINISHED_UNTIL_IV, ASSUME_GCM_IV_BUFFERED) */
         if (iv == NULL && c->msg != MSG_FALLBACK && !(c->msg == MSG_GPU && c->g.finished)
             && !iv_buffered(c))
             c->msg = MSG_FALLBACK;
@@ -284,7 +290,8 @@ int gcm_dinit(void *vctx, const unsigned char *key, size_t keylen,
 
 /* ---- gpuaes's own engine ---- */
 
-/* AAD (or pad, or ciphertext) into the segment, started on first use. */
+/* AAD (or pad, or ciphertext) into the segment, started on first use.
+ * (ASSUME_GCM_SEGMENT_GHASH, ASSUME_REINIT_KEEPS_SCHEDULE) */
 static int seg_feed(gcm_ctx *c, const unsigned char *p, size_t len)
 {
     static const unsigned char zero_iv[12];
@@ -377,9 +384,9 @@ static int cpu_keystream_block(gcm_ctx *c, unsigned char ek[BLOCK])
 /*
  * Whole blocks on the CPU: the default provider's AES-CTR (its AES-NI code
  * and XOR; ECB over counters and a byte loop ran at a fraction of that),
- * restarted at counter block ctr (advanced).  GCM's inc32 wraps the low 32
- * bits where CTR would carry into the rest, so a piece that crosses the wrap
- * is cut there.
+ * restarted at counter block ctr, advanced (ASSUME_REINIT_KEEPS_SCHEDULE).
+ * GCM's inc32 wraps the low 32 bits where CTR would carry into the rest, so
+ * a piece that crosses the wrap is cut there.
  */
 static int cpu_ctr32(gcm_ctx *c, unsigned char ctr[BLOCK], unsigned char *out,
                      const unsigned char *in, size_t len)
@@ -641,7 +648,7 @@ static int engine_final(gcm_ctx *c)
     int ok;
 
     if (!c->enc && c->taglen == 0)
-        return 0;                     /* as the default provider: no tag, no final (yet) */
+        return 0;                     /* no tag, no final (yet): ASSUME_GCM_DECRYPT_NEEDS_TAG */
     if (c->g.ghash_dead)
         return 0;
     if (!seg_close(c, 1))             /* the last segment, its partial block zero-padded */
@@ -659,7 +666,8 @@ static int engine_final(gcm_ctx *c)
     } else {
         ok = CRYPTO_memcmp(tag, c->tag, c->taglen) == 0;
     }
-    /* Only a successful final ends the message (as in the default provider). */
+    /* Only a successful final ends the message (as in the default provider:
+     * ASSUME_GCM_FINISHED_UNTIL_IV, ASSUME_GCM_FAILED_FINAL_CONTINUES). */
     c->g.finished = ok;
     c->g.ghash_dead = !ok;
     OPENSSL_cleanse(tag, sizeof(tag));
@@ -726,7 +734,7 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
     case MSG_GPU:
         break;
     }
-    if (inl == 0) {                   /* as the default provider: before any state check */
+    if (inl == 0) {                   /* before any state check: ASSUME_GCM_EMPTY_UPDATE_OK */
         *outl = 0;
         return 1;
     }
@@ -734,7 +742,7 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
         ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
         return 0;
     }
-    if (out == NULL) {                /* AAD after data: as the default, refused */
+    if (out == NULL) {                /* AAD after data refused: ASSUME_GCM_AAD_BEFORE_DATA */
         if (c->g.datalen > 0 || !seg_feed(c, in, inl)) {
             ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
             return 0;
@@ -782,7 +790,8 @@ int gcm_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
     return engine_final(c);
 }
 
-/* EVP_Cipher(): in == NULL is final, out == NULL is AAD (libssl's TLS 1.2 path). */
+/* EVP_Cipher(): in == NULL is final, out == NULL is AAD (libssl's TLS 1.2 path;
+ * ASSUME_GCM_CIPHER_FORMS). */
 int gcm_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
                const unsigned char *in, size_t inl)
 {
@@ -806,7 +815,8 @@ int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
     /* EVP asks for ivlen on every init: keep this path short. */
     if (!c->tag_ours || (tag = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG)) == NULL)
         return c->fb->get_ctx_params(c->fbctx, params);
-    /* The last tag was made by our engine: it is ours; the rest is the fallback's. */
+    /* The last tag was made by our engine: it is ours; the rest is the fallback's.
+     * (ASSUME_GCM_TAG_GET; the renamed entry: ASSUME_UNKNOWN_PARAMS_IGNORED) */
     if (tag->data_size == 0 || tag->data_size > BLOCK || !c->enc) {
         ERR_raise(ERR_LIB_PROV, PROV_R_INVALID_TAG);
         return 0;
@@ -833,6 +843,7 @@ int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     return 1;
 }
 
+/* One list for every GCM variant: ASSUME_SHARED_PARAM_TABLES. */
 const OSSL_PARAM *gcm_gettable_params(void *provctx)
 {
     const gpuaes_prov *prov = provctx;

@@ -187,7 +187,9 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
                      (unsigned long long)(b / 1000000));
         return;
     }
-    if (atomic_load_explicit(&backoff_ns, memory_order_relaxed) != 0) {
+    /* Only work done ends a back-off: a GPUAES_BUSY answer (no slot free, the
+     * memory cap, the GPU layer's own back-off) says nothing of the GPU. */
+    if (done > 0 && atomic_load_explicit(&backoff_ns, memory_order_relaxed) != 0) {
         atomic_store(&backoff_ns, 0);
         atomic_store(&backoff_until, 0);
     }

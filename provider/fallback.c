@@ -3,6 +3,8 @@
  * context so that it is there even when the application loaded only gpuaes.
  * Its cipher functions are called directly through its dispatch tables
  * (OSSL_PROVIDER_query_operation): no second EVP layer on the CPU path.
+ * What gpuaes assumes of them beyond the provider API, and the checks that
+ * pin it (also run at load): fallback_assumptions.h.
  */
 #include <pthread.h>
 #include <string.h>

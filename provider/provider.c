@@ -11,6 +11,7 @@
 #include <openssl/err.h>
 
 #include "gpuaes.h"
+#include "fallback_assumptions.h"
 
 /*
  * One line per cipher variant: id, first name (as the default provider
@@ -91,6 +92,9 @@ static const OSSL_PARAM *gpuaes_gettable_params(void *provctx)
         OSSL_PARAM_uint64("cpu-share-bytes", NULL),
         OSSL_PARAM_uint64("gpu-errors", NULL),
         OSSL_PARAM_uint64("gpu-backoffs", NULL),
+        OSSL_PARAM_uint64("gpu-memory", NULL),
+        OSSL_PARAM_uint64("gpu-memory-refusals", NULL),
+        OSSL_PARAM_uint64("gpu-memory-oom", NULL),
         OSSL_PARAM_uint64("offload-min-bytes", NULL),
         OSSL_PARAM_utf8_string("offload-policy", NULL, 0),
         OSSL_PARAM_utf8_string("settings", NULL, 0),
@@ -120,6 +124,25 @@ static const char *provider_name(void)
 }
 
 static int keystream_get_params(const gpuaes_prov *prov, OSSL_PARAM params[]);
+
+/* The GPU layer's memory beyond the CUDA context (README, "Device memory"):
+ * bytes held now, slots and windows refused (gpu_memory_max, or the back-off
+ * after memory was found full), allocations that found it full. */
+static int memory_get_params(OSSL_PARAM params[])
+{
+    gpuaes_gpu_memory_stats m = { 0, 0, 0 };
+    OSSL_PARAM *p;
+
+    gpuaes_gpu_memory(&m);
+    p = OSSL_PARAM_locate(params, "gpu-memory");
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, m.held))
+        return 0;
+    p = OSSL_PARAM_locate(params, "gpu-memory-refusals");
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, m.refused))
+        return 0;
+    p = OSSL_PARAM_locate(params, "gpu-memory-oom");
+    return p == NULL || OSSL_PARAM_set_uint64(p, m.oom);
+}
 
 static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
 {
@@ -155,6 +178,8 @@ static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
         return 0;
     p = OSSL_PARAM_locate(params, "gpu-backoffs");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, dispatch_backoffs()))
+        return 0;
+    if (!memory_get_params(params))
         return 0;
     p = OSSL_PARAM_locate(params, "offload-min-bytes");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, prov->offload_min_set ? prov->offload_min_bytes
@@ -273,6 +298,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         OPENSSL_free(prov);
         return 0;
     }
+    (void)assume_verify_at_load(prov);     /* a failure turns the GPU path off */
     if (!CRYPTO_THREAD_run_once(&algorithms_once, build_algorithms)) {
         fallback_unload(prov);
         OPENSSL_free(prov);

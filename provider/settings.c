@@ -122,6 +122,10 @@ static const knob knobs[] = {
     SIZE_KNOB("copy_part", "GPUAES_COPY_PART", GPUAES_COPY_PART_MIN, GPUAES_COPY_PART_MAX,
               GPUAES_COPY_PART_DEFAULT, GPU(copy_part)),
     BOOL_KNOB("copy_stream", "GPUAES_COPY_STREAM", 1, GPU(copy_stream)),
+    /* Pinned + device memory of staging slots and keystream windows (README,
+     * "Device memory"); the CUDA context's own ~0.5 GiB is the driver's. */
+    { "gpu_memory_max", "GPUAES_GPU_MEMORY_MAX", KNOB_SIZE, 0, SIZE_MAX, SIZE_MAX, "unlimited",
+      NULL, GPU(gpu_memory_max) },
 };
 
 /*

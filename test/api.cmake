@@ -127,3 +127,39 @@ gpuaes_test(NAME reinit_gcm_default_gpu COMMAND test_reinit --gpu --gcm-default 
 # shows that disable_gpu reaches it.
 gpuaes_test_program(test_settings test_settings.c)
 gpuaes_test(NAME settings COMMAND test_settings TIMEOUT 120 MODULE_DIR ${CMAKE_BINARY_DIR}/emu)
+
+# What gpuaes assumes about the default provider (provider/fallback_assumptions.h):
+# every check against this libcrypto, through gpuaes's own loader (fallback.c)
+# and dispatch calls.  CPU only: no GPU, no module.
+add_executable(test_assumptions test_assumptions.c ${PROJECT_SOURCE_DIR}/provider/assumptions.c
+  ${PROJECT_SOURCE_DIR}/provider/fallback.c ${PROJECT_SOURCE_DIR}/provider/debug.c
+  ${PROJECT_SOURCE_DIR}/provider/gcm_math.c)
+target_include_directories(test_assumptions PRIVATE ${PROJECT_SOURCE_DIR}/provider ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(test_assumptions PRIVATE -Wall -Wextra -Wno-unused-parameter)
+target_link_libraries(test_assumptions PRIVATE OpenSSL::Crypto Threads::Threads)
+gpuaes_test(NAME assumptions COMMAND test_assumptions TIMEOUT 120)
+# The same checks at load (emulated module): one made to fail turns the GPU path off.
+gpuaes_test_program(test_assume_load test_assume_load.c)
+target_link_libraries(test_assume_load PRIVATE api_util)
+gpuaes_test(NAME assume_load_emu COMMAND test_assume_load LABELS emu TIMEOUT 120
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_KEYSTREAM=0")
+gpuaes_test(NAME assume_load_broken_emu COMMAND test_assume_load --broken LABELS emu TIMEOUT 120
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_KEYSTREAM=0;GPUAES_TEST_BREAK_ASSUMPTION=ASSUME_UPDATED_IV")
+
+# gpu_memory_max: slots the cap would not hold are not made; the work goes to
+# the CPU, identical, counted in gpu-memory-refusals.  2 lanes of 1 MiB make a
+# slot of ~8 MiB (README, "Device memory"): 12 MiB holds one.
+gpuaes_test_program(test_memcap test_memcap.c)
+target_link_libraries(test_memcap PRIVATE api_util)
+gpuaes_test(NAME memcap_zero COMMAND test_memcap --zero LABELS gpu TIMEOUT 300
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=1M;GPUAES_KEYSTREAM=0;GPUAES_GPU_MEMORY_MAX=0")
+gpuaes_test(NAME memcap_one COMMAND test_memcap --one LABELS gpu TIMEOUT 300
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=1M;GPUAES_KEYSTREAM=0;GPUAES_GPU_MEMORY_MAX=12582912;GPUAES_STAGING_LANES=2;GPUAES_STAGING_CHUNK=1M;GPUAES_EMU_JOB_DELAY_MS=30")
+
+# 32 threads mixing every mode, key size and direction at the dispatcher's own
+# policy (no offload_min_bytes), the GPU started at once: outputs identical,
+# the GPU and the CPU both take large calls.
+gpuaes_test_program(test_mix test_mix.c)
+target_link_libraries(test_mix PRIVATE api_util)
+gpuaes_test(NAME mix_gpu COMMAND test_mix LABELS gpu TIMEOUT 600 ENV "GPUAES_GPU_START_BYTES=0")

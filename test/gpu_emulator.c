@@ -14,6 +14,10 @@
  * SP 800-38D multiply.  GPUAES_EMU_NO_GCM=1 plays a GPU that cannot run the GCM
  * ops (compute capability 7.5: no binary MMAs with AND): gpuaes_gpu_supports()
  * says so and gpuaes_gpu_run() answers GPUAES_BUSY for them, as the real layer.
+ * Memory (gpu_memory_max): a running job holds a slot's worth (the real
+ * layer's size for the configured lanes and chunk; slots are not kept
+ * between jobs here) and a window twice its size (pinned + device); what the
+ * cap would not hold is refused and counted, as in cuda/memory_cap.cpp.
  */
 #define _POSIX_C_SOURCE 200809L  /* nanosleep */
 #include <pthread.h>
@@ -61,13 +65,52 @@ void gpuaes_key_free(gpuaes_key *key)
  */
 static atomic_int emu_disabled;
 static atomic_int emu_fault = GPUAES_FAULT_NONE;
+static _Atomic size_t emu_mem_max = (size_t)-1, emu_slot_bytes = (size_t)96 << 20;
+static _Atomic size_t emu_mem_held;
+static _Atomic unsigned long long emu_mem_refused;
 
 void gpuaes_gpu_configure(const gpuaes_gpu_settings *s)
 {
+    size_t chunk = GPUAES_STAGING_CHUNK_MIN;
+
     if (s == NULL)
         return;
     atomic_store(&emu_disabled, s->disable_gpu != 0);
     atomic_store(&emu_fault, (int)s->fault);
+    atomic_store(&emu_mem_max, s->gpu_memory_max);
+    while (chunk * 2 <= s->staging_chunk && chunk < GPUAES_STAGING_CHUNK_MAX)
+        chunk *= 2;
+    /* cuda/staging.cu's slot_bytes(): per lane a pinned 2 x chunk (zero-copy
+     * output) and a device 2 x chunk, plus GHASH matrices and scratch */
+    atomic_store(&emu_slot_bytes, (size_t)s->staging_lanes * (4 * chunk + (24 << 10)));
+}
+
+/* As mem_reserve() / mem_release() of cuda/memory_cap.cpp. */
+static int emu_mem_reserve(size_t bytes)
+{
+    size_t held = atomic_load(&emu_mem_held), max = atomic_load(&emu_mem_max);
+
+    do {
+        if (bytes > max || held > max - bytes) {
+            atomic_fetch_add(&emu_mem_refused, 1);
+            return 0;
+        }
+    } while (!atomic_compare_exchange_weak(&emu_mem_held, &held, held + bytes));
+    return 1;
+}
+
+static void emu_mem_release(size_t bytes)
+{
+    atomic_fetch_sub(&emu_mem_held, bytes);
+}
+
+void gpuaes_gpu_memory(gpuaes_gpu_memory_stats *m)
+{
+    if (m == NULL)
+        return;
+    m->held = atomic_load(&emu_mem_held);
+    m->refused = atomic_load(&emu_mem_refused);
+    m->oom = 0;
 }
 
 /*
@@ -473,7 +516,7 @@ static void emu_end_state(gpuaes_job *job)
     }
 }
 
-void gpuaes_gpu_run(gpuaes_job *job)
+static void emu_run(gpuaes_job *job)
 {
     int fault = atomic_load(&emu_fault);
     /* An allocation failure ends the real job before anything runs. */
@@ -589,6 +632,25 @@ void gpuaes_gpu_run(gpuaes_job *job)
     OPENSSL_cleanse(iv0, sizeof(iv0));
 }
 
+/* A job holds a slot's memory while it runs; beyond gpu_memory_max: BUSY. */
+void gpuaes_gpu_run(gpuaes_job *job)
+{
+    size_t slot = atomic_load(&emu_slot_bytes);
+    int held = gpuaes_gpu_supports(job->op);
+
+    if (held && !emu_mem_reserve(slot)) {
+        job->done = 0;
+        job->cpu_from = job->len;
+        memset(job->ghash, 0, sizeof(job->ghash));
+        memset(job->ghash_tail, 0, sizeof(job->ghash_tail));
+        job->status = GPUAES_BUSY;
+        return;
+    }
+    emu_run(job);
+    if (held)
+        emu_mem_release(slot);
+}
+
 /* ---- Keystream ahead (emulated) ----
  * Windows are plain heap buffers; a fill computes the keystream at once, but
  * the window reports ready only on the second poll, so the provider's
@@ -686,12 +748,17 @@ gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
         atomic_fetch_sub(&emu_ks_used, cap);
         return NULL;
     }
+    if (!emu_mem_reserve(2 * cap)) {              /* pinned + device */
+        atomic_fetch_sub(&emu_ks_used, cap);
+        return NULL;
+    }
     w = OPENSSL_zalloc(sizeof(*w));
     if (w != NULL)
         w->buf = OPENSSL_zalloc(cap);
     if (w == NULL || w->buf == NULL) {
         OPENSSL_free(w);
         atomic_fetch_sub(&emu_ks_used, cap);
+        emu_mem_release(2 * cap);
         return NULL;
     }
     w->cap = cap;
@@ -821,6 +888,7 @@ void gpuaes_gpu_release(void)
         emu_nwindows--;
         emu_npooled--;
         atomic_fetch_sub(&emu_ks_used, w->cap);
+        emu_mem_release(2 * w->cap);
         OPENSSL_clear_free(w->buf, w->cap);
         OPENSSL_free(w);
     }

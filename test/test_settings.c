@@ -133,6 +133,7 @@ static const struct {
     { "copy_threads", "GPUAES_COPY_THREADS", "0", "half the usable cores (at most 8)" },
     { "copy_part", "GPUAES_COPY_PART", "0x", "256K" },
     { "copy_stream", "GPUAES_COPY_STREAM", "+1", "on" },
+    { "gpu_memory_max", "GPUAES_GPU_MEMORY_MAX", "1T", "unlimited" },     /* K, M or G only */
 };
 #define NKNOBS (sizeof(knob_defaults) / sizeof(knob_defaults[0]))
 
@@ -293,6 +294,10 @@ static void test_ranges(void)
         { "GPUAES_FAULT", "sync,alloc", "fault", "none", 0 },
         { "GPUAES_KEYSTREAM_MAX_STREAMS", "65536", "keystream_max_streams", "65536", 1 },
         { "GPUAES_KEYSTREAM_MAX_STREAMS", "65537", "keystream_max_streams", "2", 0 },
+        { "GPUAES_GPU_MEMORY_MAX", "0", "gpu_memory_max", "0", 1 },     /* no slot, no window */
+        { "GPUAES_GPU_MEMORY_MAX", "1G", "gpu_memory_max", "1024M", 1 },
+        { "GPUAES_GPU_MEMORY_MAX", "100000", "gpu_memory_max", "100000", 1 },
+        { "GPUAES_GPU_MEMORY_MAX", "-1", "gpu_memory_max", "unlimited", 0 },
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
