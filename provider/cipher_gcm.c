@@ -346,6 +346,7 @@ static int seg_result(gcm_ctx *c, unsigned long long bytes, unsigned char y[BLOC
     gf128_mul(l, c->g.h);
     for (int i = 0; i < BLOCK; i++)
         y[i] ^= c->g.e0[i] ^ l[i];
+    OPENSSL_cleanse(l, sizeof(l));    /* L' * H gives H away */
     return 1;
 }
 

@@ -630,6 +630,7 @@ static void emu_run(gpuaes_job *job)
     OPENSSL_cleanse(y, sizeof(y));
     OPENSSL_cleanse(st, sizeof(st));
     OPENSSL_cleanse(iv0, sizeof(iv0));
+    OPENSSL_cleanse(chain, sizeof(chain));
 }
 
 /* A job holds a slot's memory while it runs; beyond gpu_memory_max: BUSY. */
