@@ -10,7 +10,7 @@
 //
 // Threads: the workers are created at the first GPU job (copy_pool_enter),
 // never at load.  They copy only while there is work and the load rule
-// (copy_workers_for) allows them: a worker polls for ~20 us after its last
+// (copy_workers_for) allows them: a worker polls for 50 us after its last
 // part, then sleeps until an owner that queues a copy wakes it, so an idle
 // pool costs no CPU.  Every function here is thread-safe.  No copy ever waits
 // for a part that nobody has begun: copy_help() / copy_wait() let the owner
