@@ -547,7 +547,9 @@ def step_startup(a, res, remaining):
                     continue
                 wm = median(w)
                 gbps = nbytes / (wm * 1e-3) / 1e9 if sub == "enc" else None
-                cpu = median(cpus[prov]) / (nbytes / 1e9) if sub == "enc" else None
+                # Every command that has bytes (enc, dgst) gets its CPU cost; list has none.
+                cpu = median(cpus[prov]) / (nbytes / 1e9) if nbytes and all(
+                    c is not None for c in cpus[prov]) else None
                 res.add("startup", cipher, sub, nbytes, None, 1, prov, gbps, cpu, wm)
                 line.append("%s %.1f ms (%s)" % (prov, wm, " ".join("%.0f" % x for x in w)))
             log("startup: %-16s %s%s" % (label, "; ".join(line), ("; outputs " + same) if same else ""))
@@ -557,7 +559,9 @@ def step_startup(a, res, remaining):
     return ok
 
 
-SPEED_DOING = re.compile(r"Doing (\S+) for ([\d.]+)s on (\d+) size blocks: (\d+) \S+ in ([\d.]+)s")
+# OpenSSL 3.0/3.1: "Doing AES-128-CTR for 3s on 16 size blocks: 123 AES-128-CTR's in 2.99s";
+# 3.2 and later: "Doing AES-128-CTR ops for 3s on 16 size blocks: 123 AES-128-CTR ops in 2.99s".
+SPEED_DOING = re.compile(r"Doing (\S+)(?: ops)? for ([\d.]+)s on (\d+) size blocks: (\d+) \S+(?: ops)? in ([\d.]+)s")
 
 
 def step_speed(a, res, remaining):

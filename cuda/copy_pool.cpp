@@ -32,12 +32,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <thread>
+#include <unistd.h>
 
 #if defined(__x86_64__)
 #include <emmintrin.h> // SSE2 streaming stores: baseline on x86-64
@@ -52,31 +54,64 @@ constexpr size_t kDefaultPart = size_t(256) << 10; // largest part (the unit thr
 constexpr size_t kMinPart = size_t(64) << 10;
 constexpr int kMaxParts = 1 << 14;
 constexpr int kMaxThreads = 64;               // GPUAES_COPY_THREADS is capped here
-constexpr int kDefaultMax = 8;                // default: min(8, cores / 2)
-// Idle workers poll this long (while a GPU job is active) before they sleep;
-// an owner polls as long for the workers' last parts before it sleeps.
-constexpr std::chrono::microseconds kSpin(500);
-// ... and this long after the last job ended: a sleeping worker takes tens of
-// microseconds to wake (more in a VM), as long as a 1 MiB job's copies, and
-// back-to-back jobs (one stream of large updates) are the common case.
-constexpr std::chrono::microseconds kSpinAfterJob(100);
+constexpr int kDefaultMax = 8;                // default: min(8, cores / 2) threads exist
+// Idle workers, and an owner waiting for the workers' last parts, poll this
+// long before they sleep.  A sleeping worker wakes tens of microseconds late
+// (futex wake-up and scheduling; 10-40 us here, bench/probe/copy_latency.cpp
+// "pool cold"), the time of one to two 256 KiB parts at ~12 GB/s.  Spinning
+// about as long as a wake-up costs is spin-then-block's usual bound (never
+// more than twice the CPU of the better choice).  50 us, as staging.cu's
+// owner: there, on the H200 at 64 MiB, sleeping after 10 us of polling lost
+// 4-15 % against polling, after 50 us 0-6 %.  It was 500 us after every part
+// and 100 us after a job: `openssl speed`, which divides by the process's
+// CPU time, charged those spins to gpuaes (H200, 64 MiB CTR: 0.313 CPU s/GB
+// against the default provider's 0.187).
+constexpr std::chrono::microseconds kSpin(50);
+// The load rule (copy_workers_for), re-sampled at most this often.
+constexpr int64_t kSampleNs = 50'000'000;
 
 enum State : int { kNone, kRunning, kClosed };
 
+// Lock order: g_stop_lock, then g_lock.  g_stop_lock makes a restart wait
+// until the workers of a stop have been joined (each worker slot, with its
+// condition variable, is used by one thread at a time).
+pthread_mutex_t g_stop_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-pthread_cond_t g_work = PTHREAD_COND_INITIALIZER;   // a copy was queued, or stop
 std::atomic<int> g_state{kNone};      // changed under g_lock
 std::atomic<int> g_nworkers{0};       // changed under g_lock
+std::atomic<int> g_allowed{0};        // workers that may take parts now (the load rule)
 std::atomic<unsigned> g_gen{0};       // bumped under g_lock by stop: older workers exit
 std::atomic<int> g_queued{0};         // copies in the queue (changed under g_lock)
 std::atomic<int> g_active{0};         // GPU jobs between enter and leave
 std::atomic<size_t> g_part{kDefaultPart}; // GPUAES_COPY_PART, read at start
+std::atomic<bool> g_fixed{false};     // GPUAES_COPY_THREADS set: no load rule
+int g_test_threads = 0;               // copy_pool_test_auto_threads() (g_lock)
+int g_sleepers = 0;                   // workers asleep, not yet woken (g_lock)
 // Copies with unclaimed parts (g_lock): [0] normal, [1] urgent (taken first).
 struct Queue {
     CopyTask *head = nullptr, *tail = nullptr;
 };
 Queue g_q[2];
-pthread_t g_tids[kMaxThreads];                 // the workers (g_lock)
+// One worker.  Each sleeps on its own condition variable, so that an owner
+// wakes exactly the workers the load rule allows (the lowest-numbered ones).
+struct Worker {
+    pthread_t tid;
+    unsigned gen = 0;                     // its generation (set under g_lock before it starts)
+    pthread_cond_t cv;                    // (g_lock) wakes this worker
+    bool sleeping = false;                // (g_lock) waiting on cv, nobody woke it yet
+    std::atomic<int64_t> awake_since{0};  // steady ns of its last wake-up, 0 while asleep
+};
+Worker g_w[kMaxThreads];
+pthread_once_t g_cv_once = PTHREAD_ONCE_INIT;
+std::atomic<int64_t> g_awake_ns{0};     // workers' finished awake spells, summed
+std::atomic<int64_t> g_next_sample{0};  // steady ns of the next load sample
+std::atomic<bool> g_sampling{false};    // a thread is sampling now
+
+int64_t now_ns()
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 inline void cpu_relax()
 {
@@ -250,62 +285,200 @@ void worker_part_done(CopyTask *t)
     if (t->left.fetch_sub(1, std::memory_order_acq_rel) == 1) pthread_cond_signal(&t->done);
 }
 
-// Polls (lock not held) until a copy is queued (true) or, with none, until
-// this worker has been idle since `idle_since` for kSpin (kSpinAfterJob
-// once no GPU job is active) or its generation ended (false).
-bool spin_for_work(unsigned gen, std::chrono::steady_clock::time_point idle_since)
+// Polls (lock not held) until a copy is queued (true), or for kSpin, or
+// until this worker's generation ended (false).
+bool spin_for_work(unsigned gen)
 {
+    const auto until = std::chrono::steady_clock::now() + kSpin;
     for (unsigned i = 1;; ++i) {
         if (g_queued.load(std::memory_order_acquire) > 0) return true;
         if (g_gen.load(std::memory_order_relaxed) != gen) return false;
         cpu_relax();
-        if ((i & 63) == 0) {
-            const auto t = std::chrono::steady_clock::now();
-            if (t - idle_since >= (g_active.load(std::memory_order_relaxed) > 0 ? kSpin : kSpinAfterJob))
-                return false;
-        }
+        if ((i & 63) == 0 && std::chrono::steady_clock::now() >= until) return false;
     }
 }
 
-// The spin budget runs from the last part this worker copied (or its last
-// wake-up), not once per idle spell: a worker that saw work queued but lost
-// every part to others keeps polling instead of going to sleep, which would
-// make the next copy pay a futex wake-up (~20-40 us here, measured: the
-// copies of a 256 KiB chunk took 22 us on the pool against 6 on one thread).
+// g_lock held: sleeps until an owner or stop wakes this worker.  The waker
+// clears `sleeping` (so that two owners never count one sleeper twice).
+void sleep_locked(Worker &me, unsigned gen)
+{
+    me.sleeping = true;
+    ++g_sleepers;
+    g_awake_ns.fetch_add(now_ns() - me.awake_since.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    me.awake_since.store(0, std::memory_order_relaxed);
+    while (me.sleeping && g_gen.load(std::memory_order_relaxed) == gen) pthread_cond_wait(&me.cv, &g_lock);
+    if (me.sleeping) { // stopped
+        me.sleeping = false;
+        --g_sleepers;
+    }
+    me.awake_since.store(now_ns(), std::memory_order_relaxed);
+}
+
+// g_lock held, a copy with unclaimed parts queued: wakes one sleeping
+// worker among the allowed ones if fewer than `want` of those are awake.
+// One at a time: the owner pays one wake-up (a futex system call, a few us)
+// at most per copy, and each woken worker that finds parts left wakes the
+// next (a chain: ~7 wake-ups take well under a 64 MiB copy's first part).
+// No sleeper, no system call.
+void wake_one_locked(int want)
+{
+    if (g_sleepers == 0 || want <= 0) return; // every worker is awake: they find the copy
+    const int allowed = std::min(g_allowed.load(std::memory_order_relaxed), g_nworkers.load(std::memory_order_relaxed));
+    int awake = 0;
+    for (int i = 0; i < allowed; ++i) awake += g_w[i].sleeping ? 0 : 1;
+    if (awake >= want) return;
+    for (int i = 0; i < allowed; ++i) {
+        if (!g_w[i].sleeping) continue;
+        g_w[i].sleeping = false;
+        --g_sleepers;
+        pthread_cond_signal(&g_w[i].cv);
+        return;
+    }
+}
+
+// A worker copies parts while the load rule allows it (id < g_allowed),
+// polls kSpin for more after its last one, then sleeps until an owner wakes
+// it.  `spun`: it has polled since its last part or wake-up.
 void *worker_main(void *arg)
 {
-    const unsigned gen = (unsigned)(uintptr_t)arg;
-    auto idle_since = std::chrono::steady_clock::now();
+    const int id = (int)(uintptr_t)arg;
+    Worker &me = g_w[id];
     pthread_mutex_lock(&g_lock);
+    const unsigned gen = me.gen;
+    bool spun = false;
     for (;;) {
         if (g_gen.load(std::memory_order_relaxed) != gen) break;
-        CopyTask *t = queue_first();
-        if (t == nullptr) {
+        const bool allowed = id < g_allowed.load(std::memory_order_relaxed);
+        CopyTask *t = allowed ? queue_first() : nullptr;
+        if (t != nullptr) {
+            const int k = claim(t);
+            wake_one_locked(t->nparts - t->next); // parts left for others: wake the next
             pthread_mutex_unlock(&g_lock);
-            const bool work = spin_for_work(gen, idle_since);
+            copy_part(t, k); // t lives: its owner waits for this part
             pthread_mutex_lock(&g_lock);
-            if (work || g_gen.load(std::memory_order_relaxed) != gen || queue_first() != nullptr) continue;
-            pthread_cond_wait(&g_work, &g_lock); // re-checked at the loop's top
-            idle_since = std::chrono::steady_clock::now();
+            worker_part_done(t);
+            spun = false;
             continue;
         }
-        const int k = claim(t);
-        pthread_mutex_unlock(&g_lock);
-        copy_part(t, k); // t lives: its owner waits for this part
-        idle_since = std::chrono::steady_clock::now();
-        pthread_mutex_lock(&g_lock);
-        worker_part_done(t);
+        if (!spun) {
+            spun = true;
+            if (allowed) {
+                pthread_mutex_unlock(&g_lock);
+                (void)spin_for_work(gen);
+                pthread_mutex_lock(&g_lock);
+            }
+            continue; // re-checked under the lock: a copy queued now is seen, or wakes us
+        }
+        sleep_locked(me, gen);
+        spun = false;
     }
+    g_awake_ns.fetch_add(now_ns() - me.awake_since.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    me.awake_since.store(0, std::memory_order_relaxed);
     pthread_mutex_unlock(&g_lock);
     return nullptr;
 }
 
-// Threads that copy, the caller included: GPUAES_COPY_THREADS, else
-// min(8, usable cores / 2); at least 1.
+// /proc/stat's ticks, summed over the CPUs in `set`: idle (idle + iowait)
+// and all (user nice system idle iowait irq softirq steal).  False when
+// unreadable (no /proc): no load rule then.
+bool read_cpu_ticks(const cpu_set_t &set, uint64_t *idle, uint64_t *total)
+{
+    FILE *f = std::fopen("/proc/stat", "re");
+    if (f == nullptr) return false;
+    char line[512];
+    uint64_t id = 0, all = 0;
+    bool any = false;
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+        if (std::strncmp(line, "cpu", 3) != 0) break; // the cpu lines come first
+        if (line[3] < '0' || line[3] > '9') continue; // the all-CPU line
+        char *p = line + 3;
+        const unsigned long cpu = std::strtoul(p, &p, 10);
+        if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set)) continue;
+        uint64_t v[8];
+        for (uint64_t &x : v) x = std::strtoull(p, &p, 10);
+        id += v[3] + v[4];
+        for (uint64_t x : v) all += x;
+        any = true;
+    }
+    std::fclose(f);
+    *idle = id;
+    *total = all;
+    return any;
+}
+
+// The workers' awake time so far (ns): finished spells and running ones.
+int64_t workers_awake_ns(int64_t now)
+{
+    int64_t s = g_awake_ns.load(std::memory_order_relaxed);
+    const int n = g_nworkers.load(std::memory_order_relaxed);
+    for (int i = 0; i < n; ++i) {
+        const int64_t a = g_w[i].awake_since.load(std::memory_order_relaxed);
+        if (a != 0 && now > a) s += now - a;
+    }
+    return s;
+}
+
+struct LoadSample {
+    uint64_t idle = 0, total = 0; // /proc/stat ticks of our CPUs
+    int64_t ours = 0, at = 0;     // workers' awake ns, and when (steady ns)
+};
+LoadSample g_last; // the previous sample (g_sampling)
+
+// Re-computes g_allowed from the load since the previous sample (the
+// first one: since boot).  Run by one thread at a time (g_sampling).
+void sample_load(int64_t now)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (cpus <= 0) {
+        const long c = sysconf(_SC_NPROCESSORS_ONLN);
+        cpus = c > 0 && c < CPU_SETSIZE ? (int)c : 1;
+        CPU_ZERO(&set);
+        for (int i = 0; i < cpus; ++i) CPU_SET(i, &set);
+    }
+    LoadSample cur;
+    cur.at = now;
+    cur.ours = workers_awake_ns(now);
+    const int workers = g_nworkers.load(std::memory_order_relaxed);
+    if (!read_cpu_ticks(set, &cur.idle, &cur.total)) {
+        g_allowed.store(workers, std::memory_order_relaxed);
+        return;
+    }
+    // Less than a tick per CPU since the last sample: too little to judge.
+    if (cur.total < g_last.total + (uint64_t)cpus) return;
+    CopyLoad l;
+    l.cpus = cpus;
+    l.idle = cpus * (double)(cur.idle - g_last.idle) / (double)(cur.total - g_last.total);
+    // Our own workers' time shows as busy; it is theirs to use.
+    if (g_last.at != 0 && cur.at > g_last.at && cur.ours >= g_last.ours)
+        l.idle += (double)(cur.ours - g_last.ours) / (double)(cur.at - g_last.at);
+    l.jobs = g_active.load(std::memory_order_relaxed);
+    l.workers = workers;
+    g_allowed.store(copy_workers_for(l), std::memory_order_relaxed);
+    g_last = cur;
+}
+
+// Re-samples the load if the last sample is older than kSampleNs (load rule only).
+void maybe_sample()
+{
+    if (g_fixed.load(std::memory_order_relaxed)) return;
+    const int64_t now = now_ns();
+    if (now < g_next_sample.load(std::memory_order_relaxed)) return;
+    if (g_sampling.exchange(true, std::memory_order_acquire)) return; // another thread does it
+    g_next_sample.store(now + kSampleNs, std::memory_order_relaxed);
+    sample_load(now);
+    g_sampling.store(false, std::memory_order_release);
+}
+
+// Threads that may copy, the caller included: GPUAES_COPY_THREADS, else
+// min(8, usable cores / 2); at least 1.  The load rule decides how many of
+// the workers copy at any time.
 int configured_threads()
 {
     const int set = gpu_settings().copy_threads; // 1..64 (the provider checked), 0: the default
     if (set > 0) return std::min(set, kMaxThreads);
+    if (g_test_threads > 0) return g_test_threads;
     unsigned hw = std::thread::hardware_concurrency();
     cpu_set_t set_cpus;
     CPU_ZERO(&set_cpus);
@@ -317,11 +490,19 @@ int configured_threads()
     return def < 1 ? 1 : def;
 }
 
-// g_lock held, g_state == kNone.  Starts up to configured_threads() - 1
-// workers; as many as could be created are used (0: owners copy alone).
+void init_cvs()
+{
+    for (Worker &w : g_w) pthread_cond_init(&w.cv, nullptr);
+}
+
+// g_stop_lock and g_lock held, g_state == kNone, no worker left from an
+// earlier start.  Starts up to configured_threads() - 1 workers; as many as
+// could be created are used (0: owners copy alone).
 void start_locked()
 {
+    pthread_once(&g_cv_once, init_cvs);
     const int want = configured_threads() - 1;
+    g_fixed.store(gpu_settings().copy_threads > 0, std::memory_order_relaxed);
     g_part.store(gpu_settings().copy_part & ~size_t(63), std::memory_order_relaxed);
     const unsigned gen = g_gen.load(std::memory_order_relaxed);
     int n = 0;
@@ -332,14 +513,24 @@ void start_locked()
         sigfillset(&all);
         const bool masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
         for (; n < want; ++n) {
-            if (pthread_create(&g_tids[n], nullptr, worker_main, (void *)(uintptr_t)gen) != 0) break;
+            Worker &w = g_w[n];
+            w.gen = gen;
+            w.sleeping = false;
+            w.awake_since.store(now_ns(), std::memory_order_relaxed);
+            if (pthread_create(&w.tid, nullptr, worker_main, (void *)(uintptr_t)n) != 0) {
+                w.awake_since.store(0, std::memory_order_relaxed);
+                break;
+            }
 #if defined(__GLIBC__)
-            (void)pthread_setname_np(g_tids[n], "gpuaes-copy");
+            (void)pthread_setname_np(w.tid, "gpuaes-copy");
 #endif
         }
         if (masked) pthread_sigmask(SIG_SETMASK, &old, nullptr);
     }
     g_nworkers.store(n, std::memory_order_relaxed);
+    // Fixed: all of them.  Load rule: none until the first sample (next).
+    g_allowed.store(g_fixed.load(std::memory_order_relaxed) ? n : 0, std::memory_order_relaxed);
+    g_next_sample.store(0, std::memory_order_relaxed);
     g_state.store(kRunning, std::memory_order_release);
 }
 
@@ -350,17 +541,30 @@ void register_atfork() { (void)pthread_atfork(nullptr, nullptr, atfork_child); }
 
 } // namespace
 
+int copy_workers_for(const CopyLoad &l)
+{
+    const double spare = std::min(l.idle, (double)l.cpus) - kCopyHeadroom;
+    int n = spare > 0 ? (int)spare : 0;
+    n = std::min(n, kCopiers - std::max(l.jobs, 1)); // each job's owner copies too
+    n = std::min(n, l.workers);
+    return n > 0 ? n : 0;
+}
+
 void copy_pool_enter()
 {
     g_active.fetch_add(1, std::memory_order_relaxed);
-    if (g_state.load(std::memory_order_acquire) != kNone) return;
-    // Our own child handler, registered before the first worker exists (and
-    // outside g_lock): the pool does not rely on its users' fork handling.
-    // Running it twice (device.cu's handler calls it too) is harmless.
-    pthread_once(&g_atfork_once, register_atfork);
-    pthread_mutex_lock(&g_lock);
-    if (g_state.load(std::memory_order_relaxed) == kNone) start_locked();
-    pthread_mutex_unlock(&g_lock);
+    if (g_state.load(std::memory_order_acquire) == kNone) {
+        // Our own child handler, registered before the first worker exists
+        // (and outside the locks): the pool does not rely on its users' fork
+        // handling.  Running it twice (device.cu's handler calls it too) is harmless.
+        pthread_once(&g_atfork_once, register_atfork);
+        pthread_mutex_lock(&g_stop_lock); // a stop's workers are joined first
+        pthread_mutex_lock(&g_lock);
+        if (g_state.load(std::memory_order_relaxed) == kNone) start_locked();
+        pthread_mutex_unlock(&g_lock);
+        pthread_mutex_unlock(&g_stop_lock);
+    }
+    maybe_sample();
 }
 
 void copy_pool_leave()
@@ -396,7 +600,8 @@ void copy_start_xor(CopyTask *t, void *dst, const void *src, const void *ks, siz
     }
     // Parts: one per thread where that makes them at least kMinPart (a small
     // copy is latency-bound: every thread takes a share), at most g_part.
-    const size_t threads = (size_t)g_nworkers.load(std::memory_order_relaxed) + 1;
+    const int allowed = std::min(g_allowed.load(std::memory_order_relaxed), g_nworkers.load(std::memory_order_relaxed));
+    const size_t threads = (size_t)std::max(allowed, 0) + 1;
     size_t part = (n / threads + 63) & ~size_t(63);
     part = std::max(kMinPart, std::min(part, g_part.load(std::memory_order_relaxed)));
     const size_t parts = (n + part - 1) / part;
@@ -404,23 +609,18 @@ void copy_start_xor(CopyTask *t, void *dst, const void *src, const void *ks, siz
     t->part = ((n + (size_t)t->nparts - 1) / (size_t)t->nparts + 63) & ~size_t(63);
     if (t->part == 0) t->part = 64;
     t->left.store(t->nparts, std::memory_order_relaxed);
-    if (t->nparts < 2 || g_state.load(std::memory_order_acquire) != kRunning ||
-        g_nworkers.load(std::memory_order_relaxed) == 0)
+    if (t->nparts < 2 || allowed <= 0 || g_state.load(std::memory_order_acquire) != kRunning)
         return; // the owner copies it all
     pthread_cond_init(&t->done, nullptr);
     pthread_mutex_lock(&g_lock);
-    const int workers = g_nworkers.load(std::memory_order_relaxed);
-    if (workers == 0) { // stopped meanwhile
+    if (g_nworkers.load(std::memory_order_relaxed) == 0) { // stopped meanwhile
         pthread_mutex_unlock(&g_lock);
         pthread_cond_destroy(&t->done);
         return;
     }
     t->queued = true;
     queue_push(t);
-    // The owner takes parts too; wake as many workers as there are others.
-    const int wake = std::min(t->nparts - 1, workers);
-    if (wake >= workers) pthread_cond_broadcast(&g_work);
-    else for (int i = 0; i < wake; ++i) pthread_cond_signal(&g_work);
+    wake_one_locked(std::min(t->nparts - 1, allowed)); // the owner takes parts too
     pthread_mutex_unlock(&g_lock);
 }
 
@@ -451,7 +651,8 @@ void copy_wait(CopyTask *t)
     }
     if (!t->queued) return; // all parts were ours
     if (t->left.load(std::memory_order_acquire) != 0) {
-        // The rest is being copied by workers: poll a little, then sleep.
+        // The rest is being copied by workers (a part each, ~20 us): poll
+        // as long as a wake-up would cost, then sleep.
         const auto until = std::chrono::steady_clock::now() + kSpin;
         for (unsigned i = 1; t->left.load(std::memory_order_acquire) != 0; ++i) {
             cpu_relax();
@@ -476,35 +677,64 @@ void copy_pool_stop(bool final)
 {
     if (g_state.load(std::memory_order_acquire) == kClosed) return;
     pthread_t tids[kMaxThreads];
+    pthread_mutex_lock(&g_stop_lock);
     pthread_mutex_lock(&g_lock);
     const int n = g_nworkers.load(std::memory_order_relaxed);
-    std::copy(g_tids, g_tids + n, tids);
     g_nworkers.store(0, std::memory_order_relaxed);
+    g_allowed.store(0, std::memory_order_relaxed);
     g_gen.store(g_gen.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (final) g_state.store(kClosed, std::memory_order_release);
     else if (g_state.load(std::memory_order_relaxed) == kRunning) g_state.store(kNone, std::memory_order_release);
-    pthread_cond_broadcast(&g_work);
+    for (int i = 0; i < n; ++i) {
+        tids[i] = g_w[i].tid;
+        if (g_w[i].sleeping) {
+            g_w[i].sleeping = false;
+            --g_sleepers;
+        }
+        pthread_cond_signal(&g_w[i].cv);
+    }
     pthread_mutex_unlock(&g_lock);
     // Each finishes the part in hand (< 1 ms) and exits.  Queued copies keep
     // their unclaimed parts: their owners copy them.
     for (int i = 0; i < n; ++i) (void)pthread_join(tids[i], nullptr);
+    pthread_mutex_unlock(&g_stop_lock);
 }
 
 void copy_pool_atfork_child()
 {
     // The child has only the forking thread: no worker, no other owner.  A
-    // parent thread may have held g_lock at fork() time.
+    // parent thread may have held a lock at fork() time.
+    pthread_mutex_init(&g_stop_lock, nullptr);
     pthread_mutex_init(&g_lock, nullptr);
-    pthread_cond_init(&g_work, nullptr);
     g_q[0] = g_q[1] = Queue();
     g_queued.store(0);
     g_active.store(0);
     g_nworkers.store(0);
+    g_allowed.store(0);
+    g_sleepers = 0;
+    for (Worker &w : g_w) {
+        w.sleeping = false;
+        w.awake_since.store(0);
+    }
+    g_sampling.store(false);
+    for (Worker &w : g_w) pthread_cond_init(&w.cv, nullptr); // as the lock: a parent thread may have been in one
     // A parent that had started the pool had used CUDA: its child never runs
     // a GPU job.  Close the pool anyway (plain memcpy, no thread, no join).
     if (g_state.load() != kNone) g_state.store(kClosed);
 }
 
 int copy_pool_workers() { return g_nworkers.load(std::memory_order_relaxed); }
+
+int copy_pool_allowed()
+{
+    return std::min(g_allowed.load(std::memory_order_relaxed), g_nworkers.load(std::memory_order_relaxed));
+}
+
+void copy_pool_test_auto_threads(int threads)
+{
+    pthread_mutex_lock(&g_lock);
+    g_test_threads = std::max(0, std::min(threads, kMaxThreads));
+    pthread_mutex_unlock(&g_lock);
+}
 
 } // namespace gpuaes

@@ -9,7 +9,10 @@
 // flight at once (copy-in of one chunk while another is copied out).
 //
 // Threads: the workers are created at the first GPU job (copy_pool_enter),
-// never at load.  Every function here is thread-safe.  No copy ever waits
+// never at load.  They copy only while there is work and the load rule
+// (copy_workers_for) allows them: a worker polls for 50 us after its last
+// part, then sleeps until an owner that queues a copy wakes it, so an idle
+// pool costs no CPU.  Every function here is thread-safe.  No copy ever waits
 // for a part that nobody has begun: copy_help() / copy_wait() let the owner
 // copy every part that no worker has claimed, so a copy completes (on the
 // owner alone, at worst) whatever the other owners, the workers or
@@ -28,10 +31,8 @@
 namespace gpuaes {
 
 // A GPU job begins / ends.  The first enter starts the workers (number from
-// GPUAES_COPY_THREADS, read then).  While a job is active, idle workers
-// poll for work for a short while before they sleep, so that the copies of
-// consecutive chunks do not each pay a thread wake-up.  Pair every enter
-// with a leave.
+// GPUAES_COPY_THREADS, read then); an enter also re-samples the load (at
+// most every 50 ms).  Pair every enter with a leave.
 void copy_pool_enter();
 void copy_pool_leave();
 
@@ -101,6 +102,37 @@ void copy_pool_atfork_child();
 
 // Worker threads now running (0: the owners copy alone).  For tests and logs.
 int copy_pool_workers();
+
+// The load rule: how many workers may copy now, besides the job owners.
+//
+// Copiers in all: 8.  One thread copies ~12 GB/s; PCIe and the GPU move
+// ~50 GB/s each way, so a job's copy-in and copy-out together keep ~8
+// threads busy, and more only contend for DRAM.  Each job in flight has its
+// owner copying, so the workers fill 8 - jobs.  Only idle cores are used:
+// idle time of the CPUs this process may run on (sched_getaffinity), from
+// /proc/stat over the last sample (every other process's load included, and
+// this process's own threads; our workers' own time counts as idle, it is
+// theirs), less half a core: /proc/stat counts 10 ms ticks, so over 50 ms a
+// fully busy machine can read up to ~0.4 idle cores.  With every core busy
+// the owners copy alone: extra workers would only add context switches and
+// take cores from the application.  GPUAES_COPY_THREADS set: that many
+// threads always copy (no load rule).
+constexpr int kCopiers = 8;
+constexpr double kCopyHeadroom = 0.5;
+struct CopyLoad {
+    int cpus = 1;       // CPUs this process may run on
+    double idle = 0;    // of those, cores idle over the last sample (our workers' time included)
+    int jobs = 1;       // GPU jobs in flight in this process
+    int workers = 0;    // worker threads that exist
+};
+int copy_workers_for(const CopyLoad &l);
+
+// Workers the load rule lets copy now (all of them with GPUAES_COPY_THREADS).
+int copy_pool_allowed();
+
+// Tests and benches: the next start creates threads - 1 workers and keeps
+// the load rule (as the default does, with another count); 0: the default.
+void copy_pool_test_auto_threads(int threads);
 
 } // namespace gpuaes
 

@@ -38,6 +38,7 @@
 #include <new>
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -384,16 +385,68 @@ void ctr_words(const unsigned char c[16], uint32_t w[4])
         w[i] = ((uint32_t)c[4 * i] << 24) | ((uint32_t)c[4 * i + 1] << 16) | ((uint32_t)c[4 * i + 2] << 8) | c[4 * i + 3];
 }
 
+// Launches everything queued, asleep on g_submit while another thread
+// launches (instead of yielding in a loop until it is done): for a caller
+// whose own job must be launched before it can go on.
+void drain_wait()
+{
+    pthread_mutex_lock(&g_submit);
+    while (launch_round()) {
+    }
+    pthread_mutex_unlock(&g_submit);
+}
+
+// Waiting for a fill: poll this long (about a thread wake-up), then sleep
+// in naps from kNapMin doubling to kNapMax (a fill's D2H is at most ~0.6 ms:
+// kInflightCap), checking the event now and then for a failed stream.
+constexpr std::chrono::microseconds kSpin(20), kNapMin(20), kNapMax(1000);
+constexpr std::chrono::seconds kCopiedBound(2); // then synchronize the stream
+
+void nap(std::chrono::microseconds &d)
+{
+    struct timespec ts = {0, (long)std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()};
+    nanosleep(&ts, nullptr);
+    d = std::min(d * 2, std::chrono::microseconds(kNapMax));
+}
+
+// Waits for w's host function (its fill's D2H is over).  False when the
+// event reports a failure, the driver cannot be asked, or it took longer
+// than kCopiedBound: the caller synchronizes the stream then.  Unlike a
+// stream synchronization (which, under the runtime's default scheduling,
+// spins the core, and waits for every window's copies on the shared copy
+// stream), this sleeps and waits for w alone.
+bool wait_copied(gpuaes_ks_window *w)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    for (unsigned i = 1; !w->copied.load(std::memory_order_acquire); ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if ((i & 63) != 0 || std::chrono::steady_clock::now() - t0 < kSpin) continue;
+        CudaGuest guest(true);
+        auto d = kNapMin;
+        while (!w->copied.load(std::memory_order_acquire)) {
+            if (!guest.ok() || std::chrono::steady_clock::now() - t0 > kCopiedBound) return false;
+            const cudaError_t e = cudaEventQuery(w->ev);
+            if (e != cudaSuccess && e != cudaErrorNotReady) return false; // the host function may never run
+            nap(d);
+        }
+        return true;
+    }
+    return true;
+}
+
 // Waits until w has nothing in flight (its event, or the launch that holds it).
 void quiesce(gpuaes_ks_window *w)
 {
     for (;;) {
         int s = w->state.load(std::memory_order_acquire);
-        if (s == W_QUEUED) { drain(); sched_yield(); continue; }
-        // The stream, not the event: its host function must have run too, so
-        // that it can never mark a later fill of this window as copied.  A
-        // guard that cannot run means the driver is gone, and its copies with it.
-        if (s == W_INFLIGHT && !w->copied.load(std::memory_order_acquire)) {
+        if (s == W_QUEUED) { drain_wait(); continue; }
+        // Its host function must have run, so that it can never mark a later
+        // fill of this window as copied: wait for it, or (a failure) for the
+        // stream.  A guard that cannot run means the driver is gone, and its
+        // copies with it.
+        if (s == W_INFLIGHT && !w->copied.load(std::memory_order_acquire) && !wait_copied(w)) {
             CudaGuest guest(true);
             const cudaError_t e = guest.ok() ? cudaStreamSynchronize(g_cstream) : cudaSuccess;
             if (e != cudaSuccess) set_err(nullptr, "cudaStreamSynchronize", e);
@@ -706,12 +759,20 @@ bool keystream_trim(int64_t now, int64_t idle)
     }
 }
 
-// Waits until no window of `all` is busy or the deadline passed.
+// Waits until no window of `all` is busy or the deadline passed: polls
+// kSpin, then naps (an owner in a call is done in microseconds; one that
+// stays busy must not cost a core for the whole bound).
 void wait_not_busy(const std::vector<gpuaes_ks_window *> &all, std::chrono::milliseconds bound)
 {
-    const auto until = std::chrono::steady_clock::now() + bound;
+    const auto t0 = std::chrono::steady_clock::now(), until = t0 + bound;
+    auto d = kNapMin;
     for (gpuaes_ks_window *w : all)
-        while (w->busy.load() && std::chrono::steady_clock::now() < until) sched_yield();
+        while (w->busy.load()) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now >= until) return;
+            if (now - t0 < kSpin) sched_yield();
+            else nap(d);
+        }
 }
 
 void keystream_release(bool final)

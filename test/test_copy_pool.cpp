@@ -4,7 +4,11 @@
 // waiting out of order, and the workers stopped and restarted while copies
 // are in flight; XOR copies (dst = src ^ ks, staging's CTR copy-out), also in
 // place; copies that wipe their staging operand (kCopyWipe: src, or ks) and a
-// second buffer as they go.  Every byte of every destination is checked, the
+// second buffer as they go; the load rule (copy_workers_for) on given
+// inputs and on a machine made busy; workers that sleep when idle (no CPU
+// spent) and wake for new copies (many short jobs from many threads, under
+// a deadline: a lost wake-up would hang or stall); stop with every worker
+// asleep, and a fork child (copy_pool_atfork_child).  Every byte of every destination is checked, the
 // bytes around it must be untouched, and every wiped byte must be zero.
 #include <algorithm>
 #include <atomic>
@@ -12,6 +16,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <sched.h>
+#include <csignal>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -142,12 +151,141 @@ void owner(unsigned seed, int rounds)
     }
 }
 
+// Aborts the test if a section takes longer than its deadline (a lost
+// wake-up, or a join that never returns).
+std::atomic<const char *> g_section{"start"};
+std::atomic<long> g_deadline_ms{0};
+
+void watchdog()
+{
+    for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        const long d = g_deadline_ms.load();
+        const long now = (long)std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch()).count();
+        if (d != 0 && now > d) {
+            std::fprintf(stderr, "FAIL: %s: past its deadline (hung?)\n", g_section.load());
+            std::_Exit(1);
+        }
+    }
+}
+
+// ThreadSanitizer runs this ~5-10x slower.
+#if defined(__SANITIZE_THREAD__)
+constexpr int kSlow = 10;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr int kSlow = 10;
+#else
+constexpr int kSlow = 1;
+#endif
+#else
+constexpr int kSlow = 1;
+#endif
+
+// Under it, the bulk sections run a quarter of their rounds.
+constexpr int kShare = kSlow > 1 ? 4 : 1;
+
+// A named section with a deadline (0: none but ctest's timeout; the bulk
+// copy sections take tens of seconds on a loaded 2-core VM).
+void section(const char *name, int seconds)
+{
+    const long now = (long)std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now().time_since_epoch()).count();
+    static long began = now;
+    std::printf("%-18s took %.2f s\n", g_section.load(), (double)(now - began) / 1e3);
+    began = now;
+    g_section = name;
+    g_deadline_ms = seconds > 0 ? now + 1000L * seconds * kSlow : 0;
+}
+
+double cpu_s()
+{
+    rusage r;
+    getrusage(RUSAGE_SELF, &r);
+    return (double)r.ru_utime.tv_sec + r.ru_utime.tv_usec * 1e-6 + (double)r.ru_stime.tv_sec +
+           r.ru_stime.tv_usec * 1e-6;
+}
+
+void expect(bool ok, const char *what)
+{
+    if (ok) return;
+    std::fprintf(stderr, "FAIL: %s\n", what);
+    ++g_failures;
+}
+
+// The load rule on given inputs (copy_pool.h has the numbers behind it).
+void test_rule()
+{
+    auto rule = [](int cpus, double idle, int jobs, int workers) {
+        CopyLoad l;
+        l.cpus = cpus;
+        l.idle = idle;
+        l.jobs = jobs;
+        l.workers = workers;
+        return copy_workers_for(l);
+    };
+    expect(rule(16, 16.0, 1, 7) == 7, "rule: idle machine, one job: every worker");
+    expect(rule(16, 15.2, 1, 63) == kCopiers - 1, "rule: copiers in all capped at kCopiers");
+    expect(rule(16, 0.4, 1, 7) == 0, "rule: every core busy: the owner copies alone");
+    expect(rule(16, 0.0, 4, 7) == 0, "rule: no idle core");
+    expect(rule(16, 3.7, 1, 7) == 3, "rule: 3.7 idle cores: 3 workers");
+    expect(rule(16, 16.0, 6, 7) == 2, "rule: 6 jobs' owners copy: 2 workers");
+    expect(rule(16, 16.0, 16, 7) == 0, "rule: 16 jobs: owners only");
+    expect(rule(4, 9.0, 1, 7) == 3, "rule: idle above the CPUs we may use is capped");
+    expect(rule(16, 16.0, 1, 0) == 0, "rule: no worker threads");
+    expect(rule(16, 16.0, 0, 7) == 7, "rule: no job counted yet: as one");
+}
+
+// Many short jobs from many threads, with pauses long enough for the
+// workers to fall asleep in between: every copy must complete (a lost
+// wake-up would leave parts to the owner, or hang copy_wait).
+void short_jobs(unsigned seed, int jobs)
+{
+    std::mt19937_64 rng(seed);
+    std::vector<unsigned char> src(size_t(512) << 10), dst(src.size());
+    for (size_t i = 0; i < src.size(); ++i) src[i] = (unsigned char)(rng() >> 13);
+    for (int j = 0; j < jobs; ++j) {
+        copy_pool_enter();
+        const size_t n = (size_t(128) << 10) + rng() % (size_t(384) << 10); // 2..8 parts of >= 64 KiB
+        std::memset(dst.data(), 0, n);
+        CopyTask t;
+        copy_start(&t, dst.data(), src.data(), n, (unsigned)(rng() & kCopyUrgent));
+        copy_wait(&t);
+        if (std::memcmp(dst.data(), src.data(), n) != 0) {
+            std::fprintf(stderr, "FAIL: short job: copy differs\n");
+            ++g_failures;
+        }
+        copy_pool_leave();
+        if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+    }
+}
+
+// Workers asleep wake for a copy that the owner never helps with: they
+// must copy every part (within the deadline).
+void test_wake_without_help()
+{
+    std::vector<unsigned char> src(size_t(2) << 20, 0x3c), dst(src.size());
+    for (int round = 0; round < 50; ++round) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(round % 5 == 0 ? 5 : 0)); // all asleep
+        CopyTask t;
+        copy_start(&t, dst.data(), src.data(), src.size(), 0);
+        while (!copy_finished(&t)) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        copy_wait(&t);
+    }
+    expect(std::memcmp(dst.data(), src.data(), src.size()) == 0, "wake: workers' copy differs");
+}
+
 } // namespace
 
 int main()
 {
+    std::thread(watchdog).detach();
+    section("rule", 10);
+    test_rule();
+    section("not started", 0);
     // 1. Pool not started: the owner copies everything itself.
-    owner(1, 20);
+    owner(1, 20 / kShare);
     {
         Buf b;
         std::mt19937_64 rng(2);
@@ -157,6 +295,7 @@ int main()
     }
 
     // 2. Workers running, four owners at once.
+    section("four owners", 0);
     gpuaes_gpu_settings s = GPUAES_GPU_SETTINGS_DEFAULT;
     s.copy_threads = 5;
     gpuaes_gpu_configure(&s);
@@ -167,11 +306,36 @@ int main()
     }
     {
         std::vector<std::thread> th;
-        for (unsigned i = 0; i < 4; ++i) th.emplace_back(owner, 100 + i, 60);
+        for (unsigned i = 0; i < 4; ++i) th.emplace_back(owner, 100 + i, 60 / kShare);
+        for (auto &x : th) x.join();
+    }
+
+    // Idle workers sleep: a job in progress with nothing to copy costs
+    // (almost) no CPU; the old pool spun 0.5 ms after every part.
+    section("idle", 20);
+    {
+        copy_pool_enter();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20)); // every worker asleep by now
+        const double c0 = cpu_s();
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        const double used = cpu_s() - c0;
+        copy_pool_leave();
+        if (used > (kSlow > 1 ? 0.1 : 0.02)) {
+            std::fprintf(stderr, "FAIL: idle pool used %.3f CPU s in 0.2 s\n", used);
+            ++g_failures;
+        }
+    }
+    section("wake without help", 30);
+    test_wake_without_help();
+    section("short jobs", 60);
+    {
+        std::vector<std::thread> th;
+        for (unsigned i = 0; i < 8; ++i) th.emplace_back(short_jobs, 400 + i, 1500 / kShare);
         for (auto &x : th) x.join();
     }
 
     // 3. Stop and restart the workers while owners have copies in flight.
+    section("stop under load", 0);
     {
         std::atomic<bool> quit{false};
         std::thread stopper([&] {
@@ -183,14 +347,78 @@ int main()
             }
         });
         std::vector<std::thread> th;
-        for (unsigned i = 0; i < 3; ++i) th.emplace_back(owner, 200 + i, 60);
+        for (unsigned i = 0; i < 3; ++i) th.emplace_back(owner, 200 + i, 60 / kShare);
         for (auto &x : th) x.join();
         quit = true;
         stopper.join();
     }
     copy_pool_leave();
 
+    // Stop with every worker asleep: they wake and exit.
+    section("stop asleep", 10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    copy_pool_stop(false);
+    expect(copy_pool_workers() == 0, "workers left after a stop");
+
+    // The load rule live: with every CPU we may use kept busy by other
+    // threads, no worker copies (the owners do).
+    section("load rule", 30);
+    {
+        copy_pool_test_auto_threads(4);
+        gpuaes_gpu_settings d = GPUAES_GPU_SETTINGS_DEFAULT;
+        gpuaes_gpu_configure(&d); // no GPUAES_COPY_THREADS: the load rule decides
+        copy_pool_enter();        // starts 3 workers, samples the load
+        expect(copy_pool_workers() == 3, "load rule: 3 workers made");
+        copy_pool_leave();
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        const int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 2;
+        std::atomic<bool> quit{false};
+        std::vector<std::thread> burn;
+        for (int i = 0; i < cpus; ++i)
+            burn.emplace_back([&] {
+                volatile unsigned long x = 1;
+                while (!quit.load(std::memory_order_relaxed)) x = x * 3 + 1;
+            });
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        copy_pool_enter(); // re-samples: the window had no idle core
+        const int allowed = copy_pool_allowed();
+        owner(500, 5);     // copies still complete, on the owner
+        copy_pool_leave();
+        quit = true;
+        for (auto &x : burn) x.join();
+        if (allowed != 0) {
+            std::fprintf(stderr, "FAIL: load rule: %d workers allowed with every CPU busy\n", allowed);
+            ++g_failures;
+        }
+        copy_pool_test_auto_threads(0);
+    }
+
+    // A fork child of a process whose pool runs: closed, copies on the owner,
+    // stop returns at once (no join of the parent's threads).
+    section("fork", 30);
+    {
+        copy_pool_enter();
+        const pid_t pid = fork();
+        if (pid == 0) {
+            // pthread_atfork ran copy_pool_atfork_child(); calling it again is harmless.
+            copy_pool_atfork_child();
+            int bad = copy_pool_workers() != 0;
+            copy_pool_enter(); // closed: starts nothing
+            bad |= copy_pool_workers() != 0;
+            owner(600, 3);
+            copy_pool_leave();
+            copy_pool_stop(true);
+            std::_Exit(bad || g_failures.load() != 0 ? 1 : 0);
+        }
+        int st = 0;
+        expect(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+               "fork child: pool not closed, or a copy failed");
+        copy_pool_leave();
+    }
+
     // 4. Final stop: copies still work, on the owner's thread.
+    section("final stop", 30);
     copy_pool_stop(true);
     owner(300, 10);
     if (copy_pool_workers() != 0) {
@@ -202,6 +430,7 @@ int main()
         std::fprintf(stderr, "%d failures\n", g_failures.load());
         return 1;
     }
+    section("end", 1);
     std::printf("copy pool: all copies exact, no stray writes\n");
     return 0;
 }
