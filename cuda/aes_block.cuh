@@ -17,6 +17,8 @@
 
 #include <cstdint>
 
+#include "gpuaes_counter.h"
+
 #if defined(__CUDACC__)
 #define GPUAES_HD __host__ __device__ __forceinline__
 #define GPUAES_HDC __host__ __device__ constexpr
@@ -138,15 +140,9 @@ GPUAES_HD void process_block(uint32_t j, const uint32_t cur[4], const uint32_t p
     } else if (MODE == KM_CFB_DEC) {
         s0 = bswap32(prev[0]); s1 = bswap32(prev[1]); s2 = bswap32(prev[2]); s3 = bswap32(prev[3]);
     } else if (MODE == KM_CTR128) {
-        // 128-bit big-endian counter + j with full carry (wraps mod 2^128).
-        s3 = p.iv_be[3] + j;
-        uint32_t c = s3 < j;
-        s2 = p.iv_be[2] + c; c = s2 < c;
-        s1 = p.iv_be[1] + c; c = s1 < c;
-        s0 = p.iv_be[0] + c;
-    } else { // KM_CTR32: GCM inc32, only the last column counts (mod 2^32)
-        s0 = p.iv_be[0]; s1 = p.iv_be[1]; s2 = p.iv_be[2];
-        s3 = p.iv_be[3] + j;
+        gpuaes_ctr128_cols(p.iv_be, j, &s0, &s1, &s2, &s3);
+    } else { // KM_CTR32
+        gpuaes_ctr32_cols(p.iv_be, j, &s0, &s1, &s2, &s3);
     }
 
     if (kmode_decrypts(MODE)) decrypt_cols<NR>(s0, s1, s2, s3, p.rk, T);

@@ -47,6 +47,7 @@
 #include "aes_tables.cuh"
 #include "cuda_guest.h"
 #include "gpu_state.h"
+#include "gpuaes_counter.h"
 #include "gpuaes_gpu.h"
 #include "memory_cap.h"
 #include "pdl.cuh"
@@ -99,15 +100,8 @@ __device__ __forceinline__ void ks_run(const KsJob &J, const KsTab &T)
     const uint32_t stride = gridDim.x * blockDim.x;
     for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < J.nblocks; j += stride) {
         uint32_t s0, s1, s2, s3;
-        if (J.ctr32) {
-            s0 = J.ctr_be[0]; s1 = J.ctr_be[1]; s2 = J.ctr_be[2]; s3 = J.ctr_be[3] + j;
-        } else {
-            s3 = J.ctr_be[3] + j;
-            uint32_t c = s3 < j;
-            s2 = J.ctr_be[2] + c; c = s2 < c;
-            s1 = J.ctr_be[1] + c; c = s1 < c;
-            s0 = J.ctr_be[0] + c;
-        }
+        if (J.ctr32) gpuaes_ctr32_cols(J.ctr_be, j, &s0, &s1, &s2, &s3);
+        else         gpuaes_ctr128_cols(J.ctr_be, j, &s0, &s1, &s2, &s3);
         encrypt_cols<NR>(s0, s1, s2, s3, J.rk, T);
         J.dst[j] = make_uint4(bswap32(s0), bswap32(s1), bswap32(s2), bswap32(s3));
     }
@@ -378,12 +372,6 @@ void drain()
     }
 }
 
-void ctr_words(const unsigned char c[16], uint32_t w[4])
-{
-    for (int i = 0; i < 4; ++i)
-        w[i] = ((uint32_t)c[4 * i] << 24) | ((uint32_t)c[4 * i + 1] << 16) | ((uint32_t)c[4 * i + 2] << 8) | c[4 * i + 3];
-}
-
 // Waits until w has nothing in flight (its event, or the launch that holds it).
 void quiesce(gpuaes_ks_window *w)
 {
@@ -578,7 +566,7 @@ extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *k
     w->counted.store(nbytes);
     KsJob &j = w->job;
     std::memcpy(j.rk, key->rk_enc, sizeof j.rk);
-    ctr_words(ctr, j.ctr_be);
+    gpuaes_ctr_columns(ctr, j.ctr_be);
     j.dst = static_cast<uint4 *>(w->dev);
     j.nblocks = (uint32_t)(nbytes / 16);
     j.rounds = key->rounds;
