@@ -10,8 +10,8 @@
 // significant) of a state column s, x = (s >> 8K) & 0xff:
 //   uint32_t w<K>(uint32_t s)  : Te0[x] (encryption) or Td0[x] (decryption)
 //   uint32_t ib<K>(uint32_t s) : InvSbox[x] as 0..255 (decryption last round)
-// The GPU accessor reads the bank-conflict-free replicated shared-memory
-// copies (aes_kernels.cu); the host accessor reads aes_tables.cuh directly.
+// The kernels' accessor, SharedTab (aes_tables.cuh), reads the
+// bank-conflict-free replicated shared-memory copies.
 #ifndef GPUAES_AES_BLOCK_CUH
 #define GPUAES_AES_BLOCK_CUH
 

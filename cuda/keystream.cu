@@ -63,8 +63,6 @@ constexpr int kMaxJobs = 32;     // jobs per launch (the batch is a kernel param
 // stays short instead of growing with the number of streams.
 constexpr size_t kInflightCap = GPUAES_KS_INFLIGHT_MAX; // the provider caps keystream_max_window at it
 constexpr int kThreads = 256;
-constexpr int kLanes = 32;
-constexpr uint32_t kTableWords = 256 * kLanes;
 
 struct KsJob {
     uint32_t rk[60];
@@ -80,22 +78,8 @@ struct KsBatch {
 };
 static_assert(sizeof(KsBatch) < 32000, "kernel parameter limit");
 
-__constant__ const tables::Words256 c_ks_te0 = tables::kTe0;
-
-struct KsTab {
-    const char *t;
-    template <int K>
-    __device__ __forceinline__ uint32_t w(uint32_t s) const
-    {
-        const uint32_t x = K == 3 ? s >> 24 : __byte_perm(s, 0, 0x4440 | K);
-        return *reinterpret_cast<const uint32_t *>(t + x * (kLanes * 4));
-    }
-    template <int K>
-    __device__ __forceinline__ uint32_t ib(uint32_t) const { return 0; }
-};
-
 template <int NR>
-__device__ __forceinline__ void ks_run(const KsJob &J, const KsTab &T)
+__device__ __forceinline__ void ks_run(const KsJob &J, const SharedTab &T)
 {
     const uint32_t stride = gridDim.x * blockDim.x;
     for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < J.nblocks; j += stride) {
@@ -107,14 +91,14 @@ __device__ __forceinline__ void ks_run(const KsJob &J, const KsTab &T)
     }
 }
 
-// blockIdx.y: the job.  Same bank-conflict-free replicated Te0 as aes_kernels.cu.
+// blockIdx.y: the job.  The replicated Te0 of aes_tables.cuh (constant
+// stride: the compiler folds it).
 __global__ void __launch_bounds__(kThreads) ks_kernel(const __grid_constant__ KsBatch b)
 {
     __shared__ uint32_t smem[kTableWords];
-    for (uint32_t i = threadIdx.x; i < kTableWords; i += blockDim.x)
-        smem[i] = c_ks_te0.v[i / kLanes];
+    fill_replicated(smem, c_te0<>.v, 256);
     __syncthreads();
-    const KsTab T{reinterpret_cast<const char *>(smem + (threadIdx.x & (kLanes - 1)))};
+    const SharedTab T{reinterpret_cast<const char *>(smem + (threadIdx.x & (kLanes - 1))), nullptr, kEntryBytes};
     const KsJob &J = b.job[blockIdx.y];
     switch (J.rounds) {
     case 10: ks_run<10>(J, T); break;
