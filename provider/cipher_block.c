@@ -614,7 +614,7 @@ static int ks_sync_fb(block_ctx *c)
     if (k == NULL || k->fb_pos == k->pos)
         return 1;
     memcpy(ctr, k->base, BLOCK);
-    gpuaes_ctr128_add(ctr, k->pos / BLOCK);
+    gpuaes_ctr128_add(ctr, k->pos / BLOCK);       /* as OpenSSL counts: ASSUME_CTR_128BIT_COUNTER */
     if (!fb_resync(c, ctr))
         return 0;
     part = (size_t)(k->pos % BLOCK);
