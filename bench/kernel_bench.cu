@@ -43,6 +43,7 @@
 #include "aes_kernels.cuh"
 #include "aes_key.h"
 #include "ghash_launch.h"
+#include "gpuaes_counter.h"
 #include "gpuaes_gpu.h"
 
 namespace {
@@ -106,39 +107,15 @@ void rnd_bytes(unsigned char *p, size_t n)
     }
 }
 
-void load_be_words(const unsigned char b[16], uint32_t w[4])
-{
-    for (int i = 0; i < 4; ++i)
-        w[i] = ((uint32_t)b[4 * i] << 24) | ((uint32_t)b[4 * i + 1] << 16) | ((uint32_t)b[4 * i + 2] << 8) |
-               b[4 * i + 3];
-}
-
 // KParams for one kernel: round keys of the right direction, counter and chaining block.
 gpuaes::KParams make_params(const gpuaes_key *k, int kmode, const unsigned char ctr[16], const unsigned char prev[16])
 {
     gpuaes::KParams p;
     std::memset(&p, 0, sizeof p);
     std::memcpy(p.rk, gpuaes::kmode_decrypts(kmode) ? k->rk_dec : k->rk_enc, sizeof p.rk);
-    load_be_words(ctr, p.iv_be);
+    gpuaes_ctr_columns(ctr, p.iv_be);
     std::memcpy(p.iv_raw, prev, 16);
     return p;
-}
-
-void ctr128_add(unsigned char c[16], uint64_t n)
-{
-    for (int i = 15; i >= 0 && n != 0; --i) {
-        const uint64_t s = (uint64_t)c[i] + (n & 0xff);
-        c[i] = (unsigned char)s;
-        n = (n >> 8) + (s >> 8);
-    }
-}
-
-void ctr32_add(unsigned char c[16], uint32_t n)
-{
-    uint32_t v = ((uint32_t)c[12] << 24) | ((uint32_t)c[13] << 16) | ((uint32_t)c[14] << 8) | c[15];
-    v += n;
-    c[12] = (unsigned char)(v >> 24); c[13] = (unsigned char)(v >> 16);
-    c[14] = (unsigned char)(v >> 8); c[15] = (unsigned char)v;
 }
 
 // Runs one kernel on host data through small device buffers (synchronously).
@@ -200,10 +177,10 @@ void self_check(int keylen, bool ok[gpuaes::KM_COUNT])
         for (size_t b = 0; b < nb; ++b) {
             unsigned char c[16];
             std::memcpy(c, ctr, 16);
-            ctr128_add(c, b);
+            gpuaes_ctr128_add(c, b);
             std::memcpy(&ctrs[b * 16], c, 16);
             std::memcpy(c, ctr, 16);
-            ctr32_add(c, (uint32_t)b);
+            gpuaes_ctr32_add(c, (uint32_t)b);
             std::memcpy(&ctrs32[b * 16], c, 16);
         }
         std::vector<unsigned char> shifted(n); // in[-1] = prev, in[i-1]
@@ -629,7 +606,7 @@ int main(int argc, char **argv)
                 for (size_t i = 0; i < ch.count; ++i) {
                     unsigned char c[16];
                     std::memcpy(c, ctr, 16);
-                    ctr32_add(c, (uint32_t)(i * ch.per));
+                    gpuaes_ctr32_add(c, (uint32_t)(i * ch.per));
                     kp[i] = make_params(k, gpuaes::KM_CTR32, c, prev);
                 }
                 gpuaes::G128 *outs = nullptr;

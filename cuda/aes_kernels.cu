@@ -1,16 +1,7 @@
 // aes_kernels.cu - AES kernels: ECB enc/dec, CTR128, CTR32, CBC dec, CFB128 dec.
 //
-// Constant-time design (Tezcan 2021, "GPU-based AES without bank conflicts"):
-// a T-table lookup on a GPU leaks through shared-memory bank conflicts (lanes
-// of a warp hitting different words of one bank are serialised, so timing
-// depends on the secret indices).  Here each 1 KiB table is replicated 32
-// times in shared memory, laid out [entry][lane] (word index entry*32+lane).
-// Lane l therefore only ever reads bank l, whatever the index: a warp's
-// lookup is one conflict-free shared access for every possible data, so the
-// timing does not depend on keys or data.  Only Te0 (or Td0) is stored;
-// Te1..Te3 are byte rotations of it, and the encryption last round takes the
-// S-box byte out of Te0.  Decryption's last round needs InvSbox: stored as
-// 64 words (4 bytes each) replicated the same way, word (x>>2)*32+lane.
+// Constant time: the T-tables are read from bank-conflict-free replicated
+// shared-memory copies (aes_tables.cuh, "the tables as every kernel reads them").
 // Round keys arrive by value in the kernel parameters (uniform, constant
 // bank), and global memory is addressed only by block index, never by data.
 //
@@ -27,38 +18,7 @@
 namespace gpuaes {
 namespace {
 
-constexpr int kLanes = 32;
 constexpr int kMaxThreads = 1024;
-constexpr uint32_t kTableWords = 256 * kLanes;     // replicated Te0/Td0: 32 KiB
-constexpr uint32_t kIsboxWords = 64 * kLanes;      // replicated packed InvSbox: 8 KiB
-
-__constant__ const tables::Words256 c_te0 = tables::kTe0;
-__constant__ const tables::Words256 c_td0 = tables::kTd0;
-__constant__ const tables::Words64 c_isbox = tables::kInvSboxWords;
-
-// Shared-memory accessor for aes_block.cuh.  t and isb point at this lane's
-// column; `stride` is the byte distance between entries (kLanes * 4 = 128).
-// It is a kernel argument rather than a constant so that each address is
-// one IMAD (FMA pipe) instead of shift/mask/LEA on the integer pipe, which
-// is what limits these kernels (about 330 -> 620 GB/s for AES-128 on H200).
-struct SharedTab {
-    const char *t;
-    const char *isb;
-    uint32_t stride;
-    template <int K>
-    __device__ __forceinline__ uint32_t w(uint32_t s) const
-    {
-        const uint32_t x = K == 3 ? s >> 24 : __byte_perm(s, 0, 0x4440 | K); // byte K of s
-        return *reinterpret_cast<const uint32_t *>(t + x * stride);
-    }
-    template <int K>
-    __device__ __forceinline__ uint32_t ib(uint32_t s) const
-    {
-        const uint32_t x = K == 3 ? s >> 24 : __byte_perm(s, 0, 0x4440 | K);
-        const uint32_t word = *reinterpret_cast<const uint32_t *>(isb + (x >> 2) * stride);
-        return __byte_perm(word, 0, 0x4440 | (x & 3)); // byte x&3 of the packed word
-    }
-};
 
 template <int MODE>
 constexpr size_t smem_bytes()
@@ -97,17 +57,14 @@ aes_kernel(const __grid_constant__ KParams p, const uint4 *__restrict__ in, uint
     extern __shared__ uint32_t smem[];
     constexpr bool kDec = kmode_decrypts(MODE);
 
-    // Fill the replicated tables.  A warp's 32 consecutive i share one entry
-    // (i>>5), so each constant-cache read is a broadcast.
-    for (uint32_t i = threadIdx.x; i < kTableWords; i += blockDim.x)
-        smem[i] = kDec ? c_td0.v[i / kLanes] : c_te0.v[i / kLanes];
-    if (kDec)
-        for (uint32_t i = threadIdx.x; i < kIsboxWords; i += blockDim.x)
-            smem[kTableWords + i] = c_isbox.v[i / kLanes];
+    // Te0 named first: the first table instantiated sits at offset 0 of the
+    // constant bank, where the fill addresses it without loading an offset.
+    fill_replicated(smem, !kDec ? c_te0<>.v : c_td0<>.v, 256);
+    if (kDec) fill_replicated(smem + kTableWords, c_isbox<>.v, 64);
     __syncthreads();
     grid_dep_wait(); // global memory only after the kernel before is complete
 
-    // entry_bytes is always kLanes * 4 (see SharedTab).
+    // entry_bytes is always kEntryBytes (see SharedTab).
     const uint32_t lane = threadIdx.x & (kLanes - 1);
     const SharedTab T{reinterpret_cast<const char *>(smem + lane),
                       reinterpret_cast<const char *>(smem + kTableWords + lane), entry_bytes};
@@ -134,7 +91,7 @@ template <int NR, int MODE>
 cudaError_t launch_one(dim3 g, dim3 b, size_t smem, cudaStream_t s, bool pdl, const KParams &p, const uint4 *in,
                        uint4 *out, uint32_t n)
 {
-    return launch_pdl(aes_kernel<NR, MODE>, g, b, smem, s, pdl, p, in, out, n, (uint32_t)(kLanes * sizeof(uint32_t)));
+    return launch_pdl(aes_kernel<NR, MODE>, g, b, smem, s, pdl, p, in, out, n, kEntryBytes);
 }
 
 template <int NR, int MODE>

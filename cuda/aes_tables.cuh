@@ -109,6 +109,68 @@ static_assert(kTd0.v[0] == 0x51f4a750u && kTd0.v[1] == 0x7e416553u && kTd0.v[255
 static_assert(kInvSboxWords.v[0] == 0xd56a0952u, "packed inverse S-box");
 
 } // namespace tables
+
+#if defined(__CUDACC__)
+// ---- the tables as every kernel reads them --------------------------------
+//
+// Constant-time design (Tezcan 2021, "GPU-based AES without bank conflicts"):
+// a T-table lookup on a GPU leaks through shared-memory bank conflicts (lanes
+// of a warp hitting different words of one bank are serialised, so timing
+// depends on the secret indices).  Each 1 KiB table is therefore replicated
+// 32 times in shared memory, laid out [entry][lane] (word entry*32 + lane):
+// lane l only ever reads bank l, whatever the index, so a warp's lookup is
+// one conflict-free access for every possible data and its timing does not
+// depend on keys or data.  Only Te0 (or Td0) is stored: Te1..Te3 are byte
+// rotations of it, and the encryption's last round takes the S-box byte out
+// of Te0 (aes_block.cuh).  Decryption's last round needs InvSbox: stored as
+// 64 words of 4 bytes, replicated the same way (word (x>>2)*32 + lane).
+
+constexpr int kLanes = 32;
+constexpr uint32_t kTableWords = 256 * kLanes; // replicated Te0/Td0: 32 KiB
+constexpr uint32_t kIsboxWords = 64 * kLanes;  // replicated packed InvSbox: 8 KiB
+constexpr uint32_t kEntryBytes = kLanes * 4;   // from one entry to the next in a lane's column
+
+// The tables in the constant bank, the source of the shared copies.  Every
+// file that has kernels needs its own copy (no relocatable device code); a
+// variable template is instantiated only in the files that use it.
+template <int = 0> __constant__ const tables::Words256 c_te0 = tables::kTe0;
+template <int = 0> __constant__ const tables::Words256 c_td0 = tables::kTd0;
+template <int = 0> __constant__ const tables::Words64 c_isbox = tables::kInvSboxWords;
+
+// dst[e * kLanes + l] = src[e] for every lane l, e < entries (the block's
+// threads share the work).  A warp's 32 consecutive i read one entry, so
+// each constant-bank read is a broadcast.
+__device__ __forceinline__ void fill_replicated(uint32_t *dst, const uint32_t *src, uint32_t entries)
+{
+    for (uint32_t i = threadIdx.x; i < entries * kLanes; i += blockDim.x) dst[i] = src[i / kLanes];
+}
+
+// The accessor of aes_block.cuh over the replicated tables.  t and isb point
+// at this lane's column of Te0/Td0 and of InvSbox (isb unused when only
+// encrypting); stride is kEntryBytes.  aes_kernels.cu passes it as a kernel
+// argument rather than the constant, so that each address is one IMAD (FMA
+// pipe) instead of shift/mask/LEA on the integer pipe, which is what limits
+// those kernels (about 330 -> 620 GB/s for AES-128 on H200).
+struct SharedTab {
+    const char *t;
+    const char *isb;
+    uint32_t stride;
+    template <int K>
+    __device__ __forceinline__ uint32_t w(uint32_t s) const
+    {
+        const uint32_t x = K == 3 ? s >> 24 : __byte_perm(s, 0, 0x4440 | K); // byte K of s
+        return *reinterpret_cast<const uint32_t *>(t + x * stride);
+    }
+    template <int K>
+    __device__ __forceinline__ uint32_t ib(uint32_t s) const
+    {
+        const uint32_t x = K == 3 ? s >> 24 : __byte_perm(s, 0, 0x4440 | K);
+        const uint32_t word = *reinterpret_cast<const uint32_t *>(isb + (x >> 2) * stride);
+        return __byte_perm(word, 0, 0x4440 | (x & 3)); // byte x&3 of the packed word
+    }
+};
+#endif // __CUDACC__
+
 } // namespace gpuaes
 
 #endif

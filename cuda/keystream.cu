@@ -48,6 +48,7 @@
 #include "aes_tables.cuh"
 #include "cuda_guest.h"
 #include "gpu_state.h"
+#include "gpuaes_counter.h"
 #include "gpuaes_gpu.h"
 #include "memory_cap.h"
 #include "pdl.cuh"
@@ -63,8 +64,6 @@ constexpr int kMaxJobs = 32;     // jobs per launch (the batch is a kernel param
 // stays short instead of growing with the number of streams.
 constexpr size_t kInflightCap = GPUAES_KS_INFLIGHT_MAX; // the provider caps keystream_max_window at it
 constexpr int kThreads = 256;
-constexpr int kLanes = 32;
-constexpr uint32_t kTableWords = 256 * kLanes;
 
 struct KsJob {
     uint32_t rk[60];
@@ -80,48 +79,27 @@ struct KsBatch {
 };
 static_assert(sizeof(KsBatch) < 32000, "kernel parameter limit");
 
-__constant__ const tables::Words256 c_ks_te0 = tables::kTe0;
-
-struct KsTab {
-    const char *t;
-    template <int K>
-    __device__ __forceinline__ uint32_t w(uint32_t s) const
-    {
-        const uint32_t x = K == 3 ? s >> 24 : __byte_perm(s, 0, 0x4440 | K);
-        return *reinterpret_cast<const uint32_t *>(t + x * (kLanes * 4));
-    }
-    template <int K>
-    __device__ __forceinline__ uint32_t ib(uint32_t) const { return 0; }
-};
-
 template <int NR>
-__device__ __forceinline__ void ks_run(const KsJob &J, const KsTab &T)
+__device__ __forceinline__ void ks_run(const KsJob &J, const SharedTab &T)
 {
     const uint32_t stride = gridDim.x * blockDim.x;
     for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < J.nblocks; j += stride) {
         uint32_t s0, s1, s2, s3;
-        if (J.ctr32) {
-            s0 = J.ctr_be[0]; s1 = J.ctr_be[1]; s2 = J.ctr_be[2]; s3 = J.ctr_be[3] + j;
-        } else {
-            s3 = J.ctr_be[3] + j;
-            uint32_t c = s3 < j;
-            s2 = J.ctr_be[2] + c; c = s2 < c;
-            s1 = J.ctr_be[1] + c; c = s1 < c;
-            s0 = J.ctr_be[0] + c;
-        }
+        if (J.ctr32) gpuaes_ctr32_cols(J.ctr_be, j, &s0, &s1, &s2, &s3);
+        else         gpuaes_ctr128_cols(J.ctr_be, j, &s0, &s1, &s2, &s3);
         encrypt_cols<NR>(s0, s1, s2, s3, J.rk, T);
         J.dst[j] = make_uint4(bswap32(s0), bswap32(s1), bswap32(s2), bswap32(s3));
     }
 }
 
-// blockIdx.y: the job.  Same bank-conflict-free replicated Te0 as aes_kernels.cu.
+// blockIdx.y: the job.  The replicated Te0 of aes_tables.cuh (constant
+// stride: the compiler folds it).
 __global__ void __launch_bounds__(kThreads) ks_kernel(const __grid_constant__ KsBatch b)
 {
     __shared__ uint32_t smem[kTableWords];
-    for (uint32_t i = threadIdx.x; i < kTableWords; i += blockDim.x)
-        smem[i] = c_ks_te0.v[i / kLanes];
+    fill_replicated(smem, c_te0<>.v, 256);
     __syncthreads();
-    const KsTab T{reinterpret_cast<const char *>(smem + (threadIdx.x & (kLanes - 1)))};
+    const SharedTab T{reinterpret_cast<const char *>(smem + (threadIdx.x & (kLanes - 1))), nullptr, kEntryBytes};
     const KsJob &J = b.job[blockIdx.y];
     switch (J.rounds) {
     case 10: ks_run<10>(J, T); break;
@@ -379,12 +357,6 @@ void drain()
     }
 }
 
-void ctr_words(const unsigned char c[16], uint32_t w[4])
-{
-    for (int i = 0; i < 4; ++i)
-        w[i] = ((uint32_t)c[4 * i] << 24) | ((uint32_t)c[4 * i + 1] << 16) | ((uint32_t)c[4 * i + 2] << 8) | c[4 * i + 3];
-}
-
 // Launches everything queued, asleep on g_submit while another thread
 // launches (instead of yielding in a loop until it is done): for a caller
 // whose own job must be launched before it can go on.
@@ -631,7 +603,7 @@ extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *k
     w->counted.store(nbytes);
     KsJob &j = w->job;
     std::memcpy(j.rk, key->rk_enc, sizeof j.rk);
-    ctr_words(ctr, j.ctr_be);
+    gpuaes_ctr_columns(ctr, j.ctr_be);
     j.dst = static_cast<uint4 *>(w->dev);
     j.nblocks = (uint32_t)(nbytes / 16);
     j.rounds = key->rounds;

@@ -77,6 +77,7 @@
 #include "ghash_launch.h"
 #include "gpu_settings.h"
 #include "gpu_state.h"
+#include "gpuaes_counter.h"
 #include "gpuaes_gpu.h"
 #include "memory_cap.h"
 
@@ -326,45 +327,20 @@ int kmode_of(gpuaes_op op)
     return -1;
 }
 
-// iv += n as a 128-bit big-endian integer (wraps mod 2^128).
-void ctr128_add(unsigned char iv[16], uint64_t n)
-{
-    for (int i = 15; i >= 0 && n != 0; --i) {
-        n += iv[i];
-        iv[i] = (unsigned char)n;
-        n >>= 8;
-    }
-}
-
-// GCM inc32, n times: bytes 12..15 as a big-endian u32 plus n, mod 2^32.
-void ctr32_add(unsigned char iv[16], uint64_t n)
-{
-    uint32_t c = ((uint32_t)iv[12] << 24) | ((uint32_t)iv[13] << 16) | ((uint32_t)iv[14] << 8) | iv[15];
-    c += (uint32_t)n;
-    iv[12] = (unsigned char)(c >> 24); iv[13] = (unsigned char)(c >> 16);
-    iv[14] = (unsigned char)(c >> 8);  iv[15] = (unsigned char)c;
-}
-
 // job->iv_end := the state for in[len], from the job as given (before
 // anything can overwrite in[] in place).
 void end_state(gpuaes_job *job, int kmode)
 {
     std::memcpy(job->iv_end, job->iv, 16);
     switch (kmode) {
-    case KM_CTR128: ctr128_add(job->iv_end, job->len / 16); break;
-    case KM_CTR32: ctr32_add(job->iv_end, job->len / 16); break;
+    case KM_CTR128: gpuaes_ctr128_add(job->iv_end, job->len / 16); break;
+    case KM_CTR32: gpuaes_ctr32_add(job->iv_end, job->len / 16); break;
     case KM_CBC_DEC:
     case KM_CFB_DEC:
         if (job->len >= 16) std::memcpy(job->iv_end, job->in + job->len - 16, 16);
         break;
     default: break;
     }
-}
-
-void load_be_words(const unsigned char b[16], uint32_t w[4])
-{
-    for (int i = 0; i < 4; ++i)
-        w[i] = ((uint32_t)b[4 * i] << 24) | ((uint32_t)b[4 * i + 1] << 16) | ((uint32_t)b[4 * i + 2] << 8) | b[4 * i + 3];
 }
 
 const char *fault_name(Fault f)
@@ -760,7 +736,7 @@ class Pipeline {
         case KM_CTR32: {
             unsigned char c[16];
             counter_at(c, off / 16);
-            load_be_words(c, params_.iv_be);
+            gpuaes_ctr_columns(c, params_.iv_be);
             break;
         }
         case KM_CBC_DEC:
@@ -920,8 +896,8 @@ class Pipeline {
     void counter_at(unsigned char c[16], uint64_t blocks) const
     {
         std::memcpy(c, iv0_, 16);
-        if (kmode_ == KM_CTR128) ctr128_add(c, blocks);
-        else ctr32_add(c, blocks);
+        if (kmode_ == KM_CTR128) gpuaes_ctr128_add(c, blocks);
+        else gpuaes_ctr32_add(c, blocks);
     }
 
     // job->iv := the state for in[done].

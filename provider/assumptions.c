@@ -15,6 +15,7 @@
 #include "gpuaes.h"
 #include "gcm_math.h"
 #include "fallback_assumptions.h"
+#include "gpuaes_counter.h"
 
 #define BLOCK 16
 
@@ -149,16 +150,12 @@ static int fresh(assume_run *r, gpuaes_mode mode, int enc, const unsigned char *
     return ok;
 }
 
-/* out = in + n as a 128-bit big-endian counter (the reference for CTR). */
+/* out = in + n, gpuaes's own CTR counter arithmetic: the default provider
+ * must count the same way. */
 static void add128(unsigned char out[BLOCK], const unsigned char in[BLOCK], unsigned int n)
 {
-    unsigned int carry = n;
-
-    for (int i = BLOCK - 1; i >= 0; i--) {
-        carry += in[i];
-        out[i] = (unsigned char)carry;
-        carry >>= 8;
-    }
+    memcpy(out, in, BLOCK);
+    gpuaes_ctr128_add(out, n);
 }
 
 /* Deterministic test bytes. */

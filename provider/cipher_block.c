@@ -22,6 +22,7 @@
 #include <openssl/proverr.h>
 
 #include "gpuaes.h"
+#include "gpuaes_counter.h"
 
 #define BLOCK 16
 
@@ -602,28 +603,6 @@ typedef struct ks_state {
 #define KS_JUDGE 6
 #define KS_BACKOFF 64
 
-/* out = base + blocks (128-bit big-endian, wraps mod 2^128 as OpenSSL's CTR:
- * ASSUME_CTR_128BIT_COUNTER). */
-static void ctr_add(const unsigned char base[BLOCK], uint64_t blocks, unsigned char out[BLOCK])
-{
-    unsigned int carry = 0;
-
-    for (int i = BLOCK - 1; i >= 0; i--) {
-        unsigned int v = base[i] + (unsigned int)(blocks & 0xff) + carry;
-
-        out[i] = (unsigned char)v;
-        carry = v >> 8;
-        blocks >>= 8;
-    }
-}
-
-static void ctr_sub1(unsigned char c[BLOCK])
-{
-    for (int i = BLOCK - 1; i >= 0; i--)
-        if (c[i]-- != 0)
-            break;
-}
-
 /* The fallback at stream position pos, exactly as if it had done every byte.
  * (ASSUME_CTR_SCRATCH_REBUILDS_PARTIAL) */
 static int ks_sync_fb(block_ctx *c)
@@ -634,7 +613,8 @@ static int ks_sync_fb(block_ctx *c)
 
     if (k == NULL || k->fb_pos == k->pos)
         return 1;
-    ctr_add(k->base, k->pos / BLOCK, ctr);
+    memcpy(ctr, k->base, BLOCK);
+    gpuaes_ctr128_add(ctr, k->pos / BLOCK);       /* as OpenSSL counts: ASSUME_CTR_128BIT_COUNTER */
     if (!fb_resync(c, ctr))
         return 0;
     part = (size_t)(k->pos % BLOCK);
@@ -714,7 +694,8 @@ static void ks_topup(block_ctx *c)
         }
         if (start < k->next_req)
             start = k->next_req;
-        ctr_add(k->base, start / BLOCK, ctr);
+        memcpy(ctr, k->base, BLOCK);
+        gpuaes_ctr128_add(ctr, start / BLOCK);
         st = gpuaes_ks_fill(x->w, c->gpukey, ctr, k->win_next, 0, err);
         if (st == GPUAES_BUSY)
             return;
@@ -759,7 +740,7 @@ static int ks_begin(block_ctx *c)
     /* With num > 0 the fallback's counter is already that of the next block
      * (ASSUME_UPDATED_IV). */
     if (num > 0)
-        ctr_sub1(iv);
+        gpuaes_ctr128_sub1(iv);
     memcpy(k->base, iv, BLOCK);
     k->pos = k->fb_pos = num;
     k->next_req = 0;

@@ -44,6 +44,7 @@
 
 #include "gpuaes.h"
 #include "gcm_math.h"
+#include "gpuaes_counter.h"
 
 #define BLOCK 16
 #define AAD_STASH 256                 /* AAD kept while the engine is undecided */
@@ -378,7 +379,7 @@ static int cpu_keystream_block(gcm_ctx *c, unsigned char ek[BLOCK])
     size_t outl;
     int ok = c->ecb->update(c->g.ecbctx, ek, &outl, BLOCK, c->g.ctr, BLOCK) && outl == BLOCK;
 
-    gcm_inc32(c->g.ctr, 1);
+    gpuaes_ctr32_add(c->g.ctr, 1);
     return ok;
 }
 
@@ -393,15 +394,13 @@ static int cpu_ctr32(gcm_ctx *c, unsigned char ctr[BLOCK], unsigned char *out,
                      const unsigned char *in, size_t len)
 {
     while (len > 0) {
-        uint64_t low = ((uint64_t)ctr[12] << 24) | ((uint64_t)ctr[13] << 16)
-            | ((uint64_t)ctr[14] << 8) | ctr[15];
-        uint64_t to_wrap = ((uint64_t)1 << 32) - low;      /* blocks before inc32 wraps */
+        uint64_t to_wrap = gpuaes_ctr32_to_wrap(ctr);
         size_t n = len / BLOCK <= to_wrap ? len : (size_t)(to_wrap * BLOCK), outl;
 
         if (!c->ctr->einit(c->g.ctrctx, NULL, 0, ctr, BLOCK, NULL)
             || !c->ctr->update(c->g.ctrctx, out, &outl, n, in, n) || outl != n)
             return 0;
-        gcm_inc32(ctr, n / BLOCK);
+        gpuaes_ctr32_add(ctr, n / BLOCK);
         out += n;
         in += n;
         len -= n;
@@ -464,7 +463,7 @@ static int engine_start(gcm_ctx *c)
     /* J0 masks the tag; data starts at inc32(J0) */
     if (!c->ecb->update(c->g.ecbctx, c->g.ekj0, &outl, BLOCK, c->g.ctr, BLOCK) || outl != BLOCK)
         return 0;
-    gcm_inc32(c->g.ctr, 1);
+    gpuaes_ctr32_add(c->g.ctr, 1);
     c->g.mres = 0;
     c->msg = MSG_GPU;
     return 1;

@@ -43,7 +43,8 @@
  *   (fb_resync saves and restores it).  update_stream, ks_begin, fb_resync.
  * ASSUME_CTR_128BIT_COUNTER (load)
  *   CTR increments the whole 16-byte counter (big-endian, carrying through all
- *   bytes, wrapping at 2^128).  ctr_add, ctr_sub1, the GPU's GPUAES_CTR128.
+ *   bytes, wrapping at 2^128).  gpuaes_ctr128_add/_sub1 (gpuaes_counter.h),
+ *   the GPU's GPUAES_CTR128.
  * ASSUME_CTR_SCRATCH_REBUILDS_PARTIAL (load)
  *   A CTR context initialised at counter C and fed p (< 16) scratch bytes is
  *   where one is that did the first p bytes of C's block (keystream, num,

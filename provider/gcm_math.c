@@ -88,18 +88,6 @@ void gcm_j0_from_iv(unsigned char j0[16], const unsigned char h[16],
     ghash_blocks(j0, h, len, 16);
 }
 
-void gcm_inc32(unsigned char ctr[16], size_t n)
-{
-    uint32_t c = ((uint32_t)ctr[12] << 24) | ((uint32_t)ctr[13] << 16)
-        | ((uint32_t)ctr[14] << 8) | ctr[15];
-
-    c += (uint32_t)n;
-    ctr[12] = (unsigned char)(c >> 24);
-    ctr[13] = (unsigned char)(c >> 16);
-    ctr[14] = (unsigned char)(c >> 8);
-    ctr[15] = (unsigned char)c;
-}
-
 void gcm_len_block(unsigned char out[16], unsigned long long a, unsigned long long b)
 {
     store64(out, a);

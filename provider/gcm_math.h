@@ -14,9 +14,6 @@ void gf128_pow(unsigned char out[16], const unsigned char h[16], unsigned long l
 void gcm_j0_from_iv(unsigned char j0[16], const unsigned char h[16],
                     const unsigned char *iv, size_t ivlen);
 
-/* GCM's inc32 applied n times: the low 32 bits, big-endian, mod 2^32. */
-void gcm_inc32(unsigned char ctr[16], size_t n);
-
 /* Writes [a]_64 || [b]_64, big-endian. */
 void gcm_len_block(unsigned char out[16], unsigned long long a, unsigned long long b);
 

@@ -31,6 +31,7 @@
 #include <openssl/provider.h>
 
 #include "gpuaes_atexit.h"
+#include "gpuaes_counter.h"
 #include "gpuaes_gpu.h"
 
 #define EMU_CHUNK ((size_t)1 << 20)    /* small, so tests cross many chunk boundaries */
@@ -360,16 +361,13 @@ static void emu_ghash(unsigned char x[16], const emu_htab *T, const unsigned cha
     }
 }
 
-static void add128(unsigned char c[16], size_t n, int wrap32)
+/* The counter n blocks on: GCM's inc32, or CTR's 128-bit add. */
+static void ctr_advance(unsigned char c[16], size_t n, int inc32)
 {
-    int stop = wrap32 ? 12 : 0;
-    unsigned long long carry = n;
-
-    for (int i = 15; i >= stop && carry; i--) {
-        carry += c[i];
-        c[i] = (unsigned char)carry;
-        carry >>= 8;
-    }
+    if (inc32)
+        gpuaes_ctr32_add(c, n);
+    else
+        gpuaes_ctr128_add(c, n);
 }
 
 /* out = a ^ b over len bytes (a multiple of 16), eight at a time; out may be a. */
@@ -406,7 +404,7 @@ static int chunk(gpuaes_job *job, size_t off, size_t len, unsigned char x[16], c
     case GPUAES_GCM_DECRYPT:
         for (size_t i = 0; i < len; i += 16) {
             memcpy(tmp + i, job->iv, 16);
-            add128(job->iv, 1, job->op != GPUAES_CTR128);
+            ctr_advance(job->iv, 1, job->op != GPUAES_CTR128);
         }
         ok = ecb(job->key, 1, tmp, tmp, len);
         if (ok)
@@ -512,7 +510,7 @@ static void emu_end_state(gpuaes_job *job)
         if (job->len >= 16)
             memcpy(job->iv_end, job->in + job->len - 16, 16);
     } else if (job->op != GPUAES_ECB_ENCRYPT && job->op != GPUAES_ECB_DECRYPT) {
-        add128(job->iv_end, job->len / 16, job->op != GPUAES_CTR128);
+        ctr_advance(job->iv_end, job->len / 16, job->op != GPUAES_CTR128);
     }
 }
 
@@ -593,7 +591,7 @@ static void emu_run(gpuaes_job *job)
             memset(y, 0, 16);
             if (ctr) {
                 memcpy(st, iv0, 16);
-                add128(st, a / 16, job->op != GPUAES_CTR128);
+                ctr_advance(st, a / 16, job->op != GPUAES_CTR128);
             } else if (chained) {
                 memcpy(st, a == p ? chain : job->in + a - 16, 16);
             }
@@ -788,7 +786,7 @@ gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key,
     memcpy(c, ctr, 16);
     for (size_t i = 0; i < nbytes; i += 16) {
         memcpy(w->buf + i, c, 16);
-        add128(c, 1, ctr32);
+        ctr_advance(c, 1, ctr32);
     }
     if (!ecb(key, 1, w->buf, w->buf, nbytes)) {
         emu_leave(w);
