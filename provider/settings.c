@@ -118,7 +118,7 @@ static const knob knobs[] = {
     COUNT_KNOB("staging_trace", "GPUAES_STAGING_TRACE", 0, GPUAES_STAGING_TRACE_MAX, 0,
                GPU(staging_trace)),
     { "copy_threads", "GPUAES_COPY_THREADS", KNOB_COUNT, 1, GPUAES_COPY_THREADS_MAX, 0,
-      "as many as idle cores allow, up to half the usable cores (at most 8)", NULL, GPU(copy_threads) },
+      "half the usable cores (at most 8)", NULL, GPU(copy_threads) },
     SIZE_KNOB("copy_part", "GPUAES_COPY_PART", GPUAES_COPY_PART_MIN, GPUAES_COPY_PART_MAX,
               GPUAES_COPY_PART_DEFAULT, GPU(copy_part)),
     BOOL_KNOB("copy_stream", "GPUAES_COPY_STREAM", 1, GPU(copy_stream)),
