@@ -446,7 +446,8 @@ static int run_blocks(block_ctx *c, unsigned char *out, const unsigned char *in,
         c->gpukey = gpuaes_key_new(c->key, c->var->keylen);
     job.key = c->gpukey;
     if (job.key != NULL) {
-        if (c->prov->cpu_share) {
+        if (c->prov->cpu_share == CPU_SHARE_ALL
+            || (c->prov->cpu_share == CPU_SHARE_CTR && c->var->mode == MODE_CTR)) {
             /* Pieces are whole blocks mid-stream (ASSUME_PADDING_MIDSTREAM). */
             if (!fb_set_padding(c, 0))
                 return 0;

@@ -56,6 +56,16 @@ typedef enum {
     OFFLOAD_KINDS
 } offload_kind;
 
+/*
+ * gpu_cpu_share: the GPU jobs whose calling thread takes pieces from the
+ * job's end on the CPU.  Default CTR only: on the H200 at 64 MiB, one thread,
+ * the share took CTR from 42.0 to 45.6 GB/s but cost ECB 34.2 -> 33.4, CBC
+ * 33.9 -> 32.1 and CFB 31.8 -> 26.3 (the default provider's CFB decryption is
+ * serial, 0.8 GB/s: a piece stalls the pipeline); there the caller's core
+ * does more good helping the copies (bench/results/2026-11-23-h200).
+ */
+enum { CPU_SHARE_OFF, CPU_SHARE_CTR, CPU_SHARE_ALL };
+
 /* Provider context: one per load of the module into a library context. */
 typedef struct gpuaes_prov {
     const OSSL_CORE_HANDLE *handle;
@@ -75,7 +85,7 @@ typedef struct gpuaes_prov {
     size_t ks_max_window;                  /* largest window (bytes, multiple of 16) */
     size_t ks_total;                       /* pinned memory for keystream, process-wide */
     size_t ks_max_streams;                 /* streams in keystream mode at once, process-wide */
-    int cpu_share;                         /* gpu_cpu_share: the caller works on GPU jobs too */
+    int cpu_share;                         /* gpu_cpu_share: CPU_SHARE_* */
     gpuaes_gpu_settings gpu;               /* the GPU layer's knobs (gpuaes_gpu_configure) */
 } gpuaes_prov;
 

@@ -58,6 +58,11 @@ typedef struct knob {
     size_t offset, size;           /* the field */
 } knob;
 
+/* gpu_cpu_share: which GPU jobs their calling threads work on (gpuaes.h). */
+static const char *const share_names[] = {
+    [CPU_SHARE_OFF] = "off", [CPU_SHARE_CTR] = "ctr", [CPU_SHARE_ALL] = "all", NULL
+};
+
 static const char *const fault_names[] = {
     [GPUAES_FAULT_NONE] = "none", [GPUAES_FAULT_ALLOC] = "alloc", [GPUAES_FAULT_COPYIN] = "copyin",
     [GPUAES_FAULT_LAUNCH] = "launch", [GPUAES_FAULT_COPYOUT] = "copyout", [GPUAES_FAULT_SYNC] = "sync",
@@ -103,7 +108,8 @@ static const knob knobs[] = {
     COUNT_KNOB("keystream_max_streams", "GPUAES_KEYSTREAM_MAX_STREAMS", 0, 65536, 2,
                PROV(ks_max_streams)),
     BOOL_KNOB("disable_gpu", "GPUAES_DISABLE_GPU", 0, GPU(disable_gpu)),
-    BOOL_KNOB("gpu_cpu_share", "GPUAES_GPU_CPU_SHARE", 1, PROV(cpu_share)),
+    { "gpu_cpu_share", "GPUAES_GPU_CPU_SHARE", KNOB_ENUM, CPU_SHARE_OFF, CPU_SHARE_ALL,
+      CPU_SHARE_CTR, NULL, share_names, PROV(cpu_share) },
     COUNT_KNOB("device", "GPUAES_DEVICE", 0, GPUAES_DEVICE_MAX, 0, GPU(device)),
     { "fault", "GPUAES_FAULT", KNOB_ENUM, GPUAES_FAULT_NONE, GPUAES_FAULT_SYNC, GPUAES_FAULT_NONE,
       NULL, fault_names, GPU(fault) },

@@ -67,14 +67,16 @@ gpuaes_test(NAME gcm_ghash_fault_gpu COMMAND test_gcm_ghash LABELS gpu TIMEOUT 3
 gpuaes_test(NAME gcm_ghash_no_gcm_emu COMMAND test_gcm_ghash --no-gpu-gcm LABELS emu TIMEOUT 300
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_OFFLOAD_MIN_BYTES=4096;GPUAES_EMU_NO_GCM=1")
 
-# The caller's share of GPU jobs (gpu_cpu_share): on, it must run; off, it
-# must not; both give the default provider's output and tags.
+# The caller's share of GPU jobs (gpu_cpu_share): all, it must run for every
+# group; ctr (default), for CTR only; off, for none; both give the default provider's output and tags.
 gpuaes_test_program(test_cpu_share test_cpu_share.c)
 target_link_libraries(test_cpu_share PRIVATE api_util)
-gpuaes_test(NAME cpu_share_gpu COMMAND test_cpu_share LABELS gpu TIMEOUT 300
+gpuaes_test(NAME cpu_share_gpu COMMAND test_cpu_share --all LABELS gpu TIMEOUT 300
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_GPU_CPU_SHARE=all")
+gpuaes_test(NAME cpu_share_ctr_gpu COMMAND test_cpu_share --ctr LABELS gpu TIMEOUT 300
   ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
 gpuaes_test(NAME cpu_share_off_gpu COMMAND test_cpu_share --off LABELS gpu TIMEOUT 300
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_GPU_CPU_SHARE=0")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_GPU_CPU_SHARE=off")
 
 # The GPU's start-up runs in the background, never on a caller's path; the
 # _emu twin makes it take 1.5 s (GPUAES_EMU_INIT_MS) so the calls meanwhile

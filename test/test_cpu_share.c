@@ -7,9 +7,10 @@
  * Every cipher and key size, both directions, in place and not, lengths
  * from 16 bytes to 9 MiB (odd ones where the mode allows): output and GCM
  * tag must equal the default provider's, GCM decryption of its output must
- * verify.  Default: the share must have run (cpu-share-bytes grew, for the
- * block modes and for GCM); --off (GPUAES_GPU_CPU_SHARE=0): it must not have,
- * and the GPU must have taken the bytes.  Both runs equal to the default
+ * verify.  --all (GPUAES_GPU_CPU_SHARE=all): the share must have run
+ * (cpu-share-bytes grew) for CTR, the other block modes and GCM; --ctr (the
+ * default policy): for CTR only; --off: for none.  The GPU must have taken
+ * bytes in every group.  Both runs equal to the default
  * provider: the share changes no output.  Against the emulator every job
  * gets a different split (test/gpu_emulator.c: pieces of 16 bytes up to the
  * whole rest, meeting the GPU prefix anywhere, at chunk ends too).
@@ -63,12 +64,24 @@ static void run_cipher(test_env *env, const char *name, int enc, unsigned char *
 
 int main(int argc, char **argv)
 {
-    int off = argc > 1 && strcmp(argv[1], "--off") == 0;
+    /* The groups: CTR, the other block modes, GCM; which of them the share
+     * must have run for under --all, --ctr (the default policy) and --off. */
+    static const char *const group[3] = { "CTR", "ECB/CBC/CFB", "GCM" };
+    const char *policy = argc > 1 ? argv[1] : "--all";
+    int want[3] = { 1, 1, 1 };
     size_t max = 9 * MiB;
     unsigned char *in = malloc(max), *ref = malloc(max), *buf = malloc(max), *ct = malloc(max);
-    uint64_t share[2] = { 0, 0 }, jobs[2] = { 0, 0 };
+    uint64_t share[3] = { 0, 0, 0 }, jobs[3] = { 0, 0, 0 };
     test_env env;
 
+    if (strcmp(policy, "--off") == 0) {
+        want[0] = want[1] = want[2] = 0;
+    } else if (strcmp(policy, "--ctr") == 0) {
+        want[1] = want[2] = 0;
+    } else if (strcmp(policy, "--all") != 0) {
+        fprintf(stderr, "usage: test_cpu_share [--all|--ctr|--off]\n");
+        return 2;
+    }
     if (!test_env_open(&env) || in == NULL || ref == NULL || buf == NULL || ct == NULL)
         return 1;
     test_require_gpu(&env);
@@ -78,27 +91,26 @@ int main(int argc, char **argv)
     test_rand_bytes(in, max);
     for (size_t i = 0; i < API_NCIPHERS; i++)
         for (int enc = 0; enc < 2; enc++) {
-            int g = strstr(api_ciphers[i], "GCM") != NULL;
+            int g = strstr(api_ciphers[i], "GCM") != NULL ? 2 : strstr(api_ciphers[i], "CTR") != NULL ? 0 : 1;
             uint64_t s0 = test_cpu_share_bytes(&env), j0 = test_gpu_bytes(&env);
 
             run_cipher(&env, api_ciphers[i], enc, in, ref, buf, ct);
             share[g] += test_cpu_share_bytes(&env) - s0;
             jobs[g] += test_gpu_bytes(&env) - j0;
         }
-    printf("GPU jobs: block modes %llu bytes (%llu by the callers' shares), GCM %llu (%llu)\n",
-           (unsigned long long)jobs[0], (unsigned long long)share[0], (unsigned long long)jobs[1],
-           (unsigned long long)share[1]);
-    for (int g = 0; g < 2; g++) {
-        CHECKF(jobs[g] > 0, "%s: no GPU job ran", g ? "GCM" : "block modes");
-        if (off)
-            CHECKF(share[g] == 0, "%s: the share ran although gpu_cpu_share is off", g ? "GCM" : "block modes");
+    for (int g = 0; g < 3; g++) {
+        printf("GPU jobs, %s: %llu bytes (%llu by the callers' shares)\n", group[g],
+               (unsigned long long)jobs[g], (unsigned long long)share[g]);
+        CHECKF(jobs[g] > 0, "%s: no GPU job ran", group[g]);
+        if (want[g])
+            CHECKF(share[g] > 0, "%s: the share never ran (%s)", group[g], policy);
         else
-            CHECKF(share[g] > 0, "%s: the share never ran", g ? "GCM" : "block modes");
+            CHECKF(share[g] == 0, "%s: the share ran under %s", group[g], policy);
     }
     free(in);
     free(ref);
     free(buf);
     free(ct);
     test_env_close(&env);
-    return test_report(off ? "cpu_share_off" : "cpu_share");
+    return test_report("cpu_share");
 }

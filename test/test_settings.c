@@ -123,6 +123,7 @@ static const struct {
     { "keystream_total_bytes", "GPUAES_KEYSTREAM_TOTAL_BYTES", "99999999999G", "256M" },
     { "keystream_max_streams", "GPUAES_KEYSTREAM_MAX_STREAMS", "2M", "2" },   /* no suffix on a count */
     { "disable_gpu", "GPUAES_DISABLE_GPU", "y", "off" },
+    { "gpu_cpu_share", "GPUAES_GPU_CPU_SHARE", "on", "ctr" },        /* a switch no more: off, ctr, all */
     { "device", "GPUAES_DEVICE", "4097", "0" },
     { "fault", "GPUAES_FAULT", "everything", "none" },
     { "staging_chunk", "GPUAES_STAGING_CHUNK", "32K", "4M" },
