@@ -11,7 +11,7 @@
 // (ECB against FIPS-197 appendix C, the others against ECB), and a kernel
 // that fails its check is not timed.
 //
-// GCM as the product runs it (cuda/staging.cu): per staging chunk (--chunk-kib,
+// GCM as the product runs it (cuda/pipeline.cu): per staging chunk (--chunk-kib,
 // default 8 MiB), the CTR32 kernel and then the GHASH kernels over its output
 // (launch_kernel(KM_CTR32) + launch_ghash), every chunk of the buffer back to
 // back on one stream, timed as one sequence; also GHASH alone and CTR32 alone
@@ -286,7 +286,7 @@ void host_ghash(const unsigned char h[16], const unsigned char *data, size_t nb,
     gpuaes::g128_to_bytes(x, out);
 }
 
-// What staging.cu's enqueue_ghash() sets up for a chunk of nb blocks.
+// What pipeline_ghash.cu's JobGhash::enqueue() sets up for a chunk of nb blocks.
 struct GhashChunk {
     gpuaes::GhashPlan pl;
     gpuaes::GParams gp;
@@ -307,7 +307,7 @@ GhashChunk ghash_chunk(const gpuaes::G128 &h, uint32_t nb)
 }
 
 // A new GHASH scratch: zeroed, with the tensor cores' matrices for H (as
-// staging.cu's lanes get before their first GCM chunk), synchronously.
+// pipeline.cu's lanes get before their first GCM chunk), synchronously.
 void setup_scratch(const gpuaes::G128 &h, gpuaes::G128 *scratch)
 {
     CK(cudaMemset(scratch, 0, gpuaes::kGhashScratch));
@@ -327,7 +327,7 @@ struct Chunks {
 };
 
 // Streams the chunks go to: chunk i on lane i % n, each lane with its own
-// GHASH scratch (as staging.cu's lanes).  One lane = the legacy stream 0;
+// GHASH scratch (as pipeline.cu's lanes).  One lane = the legacy stream 0;
 // several = blocking streams, so that events on stream 0 bracket them all.
 struct Lanes {
     int n = 1;
@@ -348,7 +348,7 @@ cudaError_t enqueue_ghash_chunks(const Chunks &ch, const GhashChunk &full, const
     return cudaSuccess;
 }
 
-// GCM's GPU work per chunk as staging.cu enqueues it: CTR32 (din -> dout),
+// GCM's GPU work per chunk as pipeline.cu enqueues it: CTR32 (din -> dout),
 // then GHASH of that chunk of dout.  kp[i]: the chunk's counter.
 cudaError_t enqueue_gcm_chunks(const Chunks &ch, int rounds, const std::vector<gpuaes::KParams> &kp,
                                const GhashChunk &full, const GhashChunk &last, const unsigned char *din,
@@ -427,7 +427,7 @@ void usage()
               "  --mib N        input and output buffer size in MiB (each; reduced to fit the GPU's free memory)\n"
               "  --launches N   timed launches per kernel (median reported), after 3 warm-up launches\n"
               "  --chunk-kib N  staging chunk of the GCM/GHASH rows (a multiple of 16 bytes)\n"
-              "  --streams N    GCM/GHASH rows: chunk i on stream i % N (staging.cu's lanes), each its own scratch\n"
+              "  --streams N    GCM/GHASH rows: chunk i on stream i % N (pipeline.cu's lanes), each its own scratch\n"
               "  --gcm-only     only the GCM, GHASH and per-chunk CTR32 rows\n"
               "  --name         print the GPU's name and exit");
 }

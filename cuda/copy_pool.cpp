@@ -1,5 +1,7 @@
 // copy_pool.cpp - parallel host memcpy (and the XOR of data against GPU
-// keystream) for the staging copies (see copy_pool.h).
+// keystream) for the staging copies (see copy_pool.h): the queues, the
+// workers and their waits; one part's copy is copy_kernels.cpp's, the load
+// rule copy_load.cpp's.
 //
 // Design: two FIFO queues of copies (CopyTask, owned by the caller), urgent
 // ones first, and one lock.  A copy has nparts parts (256 KiB by default,
@@ -26,6 +28,8 @@
 // never runs a GPU job, and its exit-time stop must not join threads that
 // exist only in the parent.
 #include "copy_pool.h"
+#include "copy_kernels.h"
+#include "copy_load.h"
 #include "gpu_settings.h"
 
 #include <algorithm>
@@ -40,10 +44,6 @@
 #include <signal.h>
 #include <thread>
 #include <unistd.h>
-
-#if defined(__x86_64__)
-#include <emmintrin.h> // SSE2 streaming stores: baseline on x86-64
-#endif
 
 namespace gpuaes {
 namespace {
@@ -60,7 +60,7 @@ constexpr int kDefaultMax = 8;                // default: min(8, cores / 2) thre
 // (futex wake-up and scheduling; 10-40 us here, bench/probe/copy_latency.cpp
 // "pool cold"), the time of one to two 256 KiB parts at ~12 GB/s.  Spinning
 // about as long as a wake-up costs is spin-then-block's usual bound (never
-// more than twice the CPU of the better choice).  50 us, as staging.cu's
+// more than twice the CPU of the better choice).  50 us, as pipeline.cu's
 // owner: there, on the H200 at 64 MiB, sleeping after 10 us of polling lost
 // 4-15 % against polling, after 50 us 0-6 %.  It was 500 us after every part
 // and 100 us after a job: `openssl speed`, which divides by the process's
@@ -120,128 +120,6 @@ inline void cpu_relax()
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
-}
-
-#if defined(__x86_64__)
-// Zeroes the 64 bytes at p, just read (in L1): plain stores, so that the
-// staging stays in the last-level cache where the DMA engine finds it.
-inline void zero64(unsigned char *p)
-{
-    const __m128i z = _mm_setzero_si128();
-    for (int k = 0; k < 4; ++k) _mm_storeu_si128(reinterpret_cast<__m128i *>(p + 16 * k), z);
-}
-#endif
-
-// memcpy with non-temporal stores: the destination (the caller's output)
-// goes straight to DRAM instead of being read for ownership first and then
-// evicting the pinned staging buffers from the last-level cache.  With
-// `wipe` (== src), src is zeroed as it is read.
-void stream_copy(unsigned char *dst, const unsigned char *src, size_t n, unsigned char *wipe)
-{
-#if defined(__x86_64__)
-    const size_t head = (size_t)(-(uintptr_t)dst & 15);
-    if (n < head + 64) {
-        std::memcpy(dst, src, n);
-        if (wipe != nullptr) std::memset(wipe, 0, n);
-        return;
-    }
-    std::memcpy(dst, src, head);
-    if (wipe != nullptr) {
-        std::memset(wipe, 0, head);
-        wipe += head;
-    }
-    dst += head;
-    src += head;
-    n -= head;
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i));
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 16));
-        const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 32));
-        const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 48));
-        if (wipe != nullptr) zero64(wipe + i);
-        _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i), a);
-        _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i + 16), b);
-        _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i + 32), c);
-        _mm_stream_si128(reinterpret_cast<__m128i *>(dst + i + 48), d);
-    }
-    _mm_sfence(); // streaming stores are weakly ordered: publish them before the part counts as done
-    if (i < n) {
-        std::memcpy(dst + i, src + i, n - i);
-        if (wipe != nullptr) std::memset(wipe + i, 0, n - i);
-    }
-#else
-    std::memcpy(dst, src, n);
-    if (wipe != nullptr) std::memset(wipe, 0, n);
-#endif
-}
-
-// dst = src ^ ks (dst == src allowed), with non-temporal stores when
-// `stream`.  The loads are unaligned, the stores aligned once dst is.
-// With `wipe` (== ks), ks is zeroed as it is read.
-void xor_copy(unsigned char *dst, const unsigned char *src, const unsigned char *ks, size_t n, bool stream,
-              unsigned char *wipe)
-{
-    size_t i = 0;
-#if defined(__x86_64__)
-    if (stream) {
-        const size_t head = std::min(n, (size_t)(-(uintptr_t)dst & 15));
-        for (; i < head; ++i) dst[i] = src[i] ^ ks[i];
-        if (wipe != nullptr) std::memset(wipe, 0, head);
-    }
-    for (; i + 64 <= n; i += 64) {
-        __m128i v[4];
-        for (int k = 0; k < 4; ++k)
-            v[k] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i + 16 * k)),
-                                 _mm_loadu_si128(reinterpret_cast<const __m128i *>(ks + i + 16 * k)));
-        if (wipe != nullptr) zero64(wipe + i);
-        for (int k = 0; k < 4; ++k) {
-            __m128i *d = reinterpret_cast<__m128i *>(dst + i + 16 * k);
-            if (stream) _mm_stream_si128(d, v[k]);
-            else _mm_storeu_si128(d, v[k]);
-        }
-    }
-    if (stream) _mm_sfence(); // publish the streaming stores before the part counts as done
-#endif
-    const size_t tail = i;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t a, b;
-        std::memcpy(&a, src + i, 8);
-        std::memcpy(&b, ks + i, 8);
-        a ^= b;
-        std::memcpy(dst + i, &a, 8);
-    }
-    for (; i < n; ++i) dst[i] = src[i] ^ ks[i];
-    if (wipe != nullptr) std::memset(wipe + tail, 0, n - tail);
-}
-
-// Start of part k: k * part, moved down so that dst + offset is 64-byte
-// aligned (no cache line of dst is written by two threads); 0 and n at the
-// ends.  Monotonic because part >= 64.
-size_t part_begin(const CopyTask *t, int k)
-{
-    if (k <= 0) return 0;
-    if (k >= t->nparts) return t->n;
-    size_t b = (size_t)k * t->part;
-    if (b >= t->n) return t->n;
-    b -= (size_t)(((uintptr_t)t->dst + b) & 63);
-    return b;
-}
-
-void copy_part(const CopyTask *t, int k)
-{
-    const size_t b = part_begin(t, k), e = part_begin(t, k + 1);
-    if (e <= b) return;
-    unsigned char *const wipe = t->wipe != nullptr ? t->wipe + b : nullptr;
-    if (t->ks != nullptr) {
-        xor_copy(t->dst + b, t->src + b, t->ks + b, e - b, t->stream, wipe);
-    } else if (t->stream) {
-        stream_copy(t->dst + b, t->src + b, e - b, wipe);
-    } else {
-        std::memcpy(t->dst + b, t->src + b, e - b);
-        if (wipe != nullptr) std::memset(wipe, 0, e - b);
-    }
-    if (t->wipe_also != nullptr) std::memset(t->wipe_also + b, 0, e - b);
 }
 
 void queue_push(CopyTask *t) // g_lock held
@@ -378,34 +256,6 @@ void *worker_main(void *arg)
     return nullptr;
 }
 
-// /proc/stat's ticks, summed over the CPUs in `set`: idle (idle + iowait)
-// and all (user nice system idle iowait irq softirq steal).  False when
-// unreadable (no /proc): no load rule then.
-bool read_cpu_ticks(const cpu_set_t &set, uint64_t *idle, uint64_t *total)
-{
-    FILE *f = std::fopen("/proc/stat", "re");
-    if (f == nullptr) return false;
-    char line[512];
-    uint64_t id = 0, all = 0;
-    bool any = false;
-    while (std::fgets(line, sizeof line, f) != nullptr) {
-        if (std::strncmp(line, "cpu", 3) != 0) break; // the cpu lines come first
-        if (line[3] < '0' || line[3] > '9') continue; // the all-CPU line
-        char *p = line + 3;
-        const unsigned long cpu = std::strtoul(p, &p, 10);
-        if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set)) continue;
-        uint64_t v[8];
-        for (uint64_t &x : v) x = std::strtoull(p, &p, 10);
-        id += v[3] + v[4];
-        for (uint64_t x : v) all += x;
-        any = true;
-    }
-    std::fclose(f);
-    *idle = id;
-    *total = all;
-    return any;
-}
-
 // The workers' awake time so far (ns): finished spells and running ones.
 int64_t workers_awake_ns(int64_t now)
 {
@@ -418,45 +268,13 @@ int64_t workers_awake_ns(int64_t now)
     return s;
 }
 
-struct LoadSample {
-    uint64_t idle = 0, total = 0; // /proc/stat ticks of our CPUs
-    int64_t ours = 0, at = 0;     // workers' awake ns, and when (steady ns)
-};
-LoadSample g_last; // the previous sample (g_sampling)
 
 // Re-computes g_allowed from the load since the previous sample (the
 // first one: since boot).  Run by one thread at a time (g_sampling).
 void sample_load(int64_t now)
 {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-    if (cpus <= 0) {
-        const long c = sysconf(_SC_NPROCESSORS_ONLN);
-        cpus = c > 0 && c < CPU_SETSIZE ? (int)c : 1;
-        CPU_ZERO(&set);
-        for (int i = 0; i < cpus; ++i) CPU_SET(i, &set);
-    }
-    LoadSample cur;
-    cur.at = now;
-    cur.ours = workers_awake_ns(now);
-    const int workers = g_nworkers.load(std::memory_order_relaxed);
-    if (!read_cpu_ticks(set, &cur.idle, &cur.total)) {
-        g_allowed.store(workers, std::memory_order_relaxed);
-        return;
-    }
-    // Less than a tick per CPU since the last sample: too little to judge.
-    if (cur.total < g_last.total + (uint64_t)cpus) return;
-    CopyLoad l;
-    l.cpus = cpus;
-    l.idle = cpus * (double)(cur.idle - g_last.idle) / (double)(cur.total - g_last.total);
-    // Our own workers' time shows as busy; it is theirs to use.
-    if (g_last.at != 0 && cur.at > g_last.at && cur.ours >= g_last.ours)
-        l.idle += (double)(cur.ours - g_last.ours) / (double)(cur.at - g_last.at);
-    l.jobs = g_active.load(std::memory_order_relaxed);
-    l.workers = workers;
-    g_allowed.store(copy_workers_for(l), std::memory_order_relaxed);
-    g_last = cur;
+    const int n = copy_load_sample(now, workers_awake_ns(now), g_nworkers.load(std::memory_order_relaxed), g_active);
+    if (n >= 0) g_allowed.store(n, std::memory_order_relaxed);
 }
 
 // Re-samples the load if the last sample is older than kSampleNs (load rule only).
@@ -540,15 +358,6 @@ void atfork_child() { copy_pool_atfork_child(); }
 void register_atfork() { (void)pthread_atfork(nullptr, nullptr, atfork_child); }
 
 } // namespace
-
-int copy_workers_for(const CopyLoad &l)
-{
-    const double spare = std::min(l.idle, (double)l.cpus) - kCopyHeadroom;
-    int n = spare > 0 ? (int)spare : 0;
-    n = std::min(n, kCopiers - std::max(l.jobs, 1)); // each job's owner copies too
-    n = std::min(n, l.workers);
-    return n > 0 ? n : 0;
-}
 
 void copy_pool_enter()
 {

@@ -1,5 +1,5 @@
 // copy_pool.h - a small pool of host threads that runs the staging copies
-// (pageable <-> pinned memcpy) of staging.cu (cuda/ internal; plain C++, no
+// (pageable <-> pinned memcpy) of a job's pipeline (pipeline.cu; cuda/ internal; plain C++, no
 // CUDA headers).
 //
 // One host thread copies at ~12 GB/s; the GPU and PCIe move 50+ GB/s each
@@ -27,6 +27,8 @@
 #include <atomic>
 #include <cstddef>
 #include <pthread.h>
+
+#include "copy_load.h" // the load rule (copy_workers_for)
 
 namespace gpuaes {
 
@@ -103,29 +105,6 @@ void copy_pool_atfork_child();
 // Worker threads now running (0: the owners copy alone).  For tests and logs.
 int copy_pool_workers();
 
-// The load rule: how many workers may copy now, besides the job owners.
-//
-// Copiers in all: 8.  One thread copies ~12 GB/s; PCIe and the GPU move
-// ~50 GB/s each way, so a job's copy-in and copy-out together keep ~8
-// threads busy, and more only contend for DRAM.  Each job in flight has its
-// owner copying, so the workers fill 8 - jobs.  Only idle cores are used:
-// idle time of the CPUs this process may run on (sched_getaffinity), from
-// /proc/stat over the last sample (every other process's load included, and
-// this process's own threads; our workers' own time counts as idle, it is
-// theirs), less half a core: /proc/stat counts 10 ms ticks, so over 50 ms a
-// fully busy machine can read up to ~0.4 idle cores.  With every core busy
-// the owners copy alone: extra workers would only add context switches and
-// take cores from the application.  GPUAES_COPY_THREADS set: that many
-// threads always copy (no load rule).
-constexpr int kCopiers = 8;
-constexpr double kCopyHeadroom = 0.5;
-struct CopyLoad {
-    int cpus = 1;       // CPUs this process may run on
-    double idle = 0;    // of those, cores idle over the last sample (our workers' time included)
-    int jobs = 1;       // GPU jobs in flight in this process
-    int workers = 0;    // worker threads that exist
-};
-int copy_workers_for(const CopyLoad &l);
 
 // Workers the load rule lets copy now (all of them with GPUAES_COPY_THREADS).
 int copy_pool_allowed();

@@ -31,6 +31,7 @@
 
 #include "aes_kernels.cuh"
 #include "cuda_guest.h"
+#include "fault.h"
 #include "gpu_settings.h"
 #include "gpu_state.h"
 #include "gpuaes_atexit.h"

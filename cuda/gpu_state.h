@@ -1,5 +1,5 @@
-// gpu_state.h - process-wide GPU state shared by device.cu and staging.cu
-// (cuda/ internal).
+// gpu_state.h - process-wide GPU state shared by device.cu and the rest of
+// the GPU layer (cuda/ internal).
 #ifndef GPUAES_GPU_STATE_H
 #define GPUAES_GPU_STATE_H
 
@@ -9,9 +9,6 @@
 
 namespace gpuaes {
 
-// GPUAES_FAULT: which stage fails on purpose (tests of the CPU fallback).
-enum class Fault { none, alloc, copyin, launch, copyout, sync };
-
 // After a successful init: the device gpuaes uses.  Its primary context is
 // made current by a CudaGuest (cuda_guest.h), never by cudaSetDevice on a
 // caller's thread.  Only valid when available() is 1.
@@ -20,9 +17,6 @@ int gpu_device();
 // Compute capability of the current device, 10 * major + minor (0 when
 // unknown); cached per device.  Inside a CudaGuest (which clears its errors).
 int current_device_cc();
-
-// The fault injected for this process (read once at init).
-Fault gpu_fault();
 
 // True in a child forked after this process touched CUDA, and after the
 // exit-time release: no CUDA call may be made any more.
@@ -39,17 +33,17 @@ bool gpu_broken();
 // gpuaes_gpu_description().
 void mark_gpu_broken(const char *why);
 
-// staging.cu: reset the slot pool's lock in a forked child.
+// slot_pool.cu: reset the slot pool's lock in a forked child.
 void staging_atfork_child();
 
-// keystream.cu: re-create its locks in a forked child.
+// ks_windows.cu: re-create the keystream layer's locks in a forked child.
 void keystream_atfork_child();
 
 // ---- Lifecycle of the GPU layer's resources (lifecycle.cu) ----
 //
 // Releases everything the GPU layer holds: the idle release thread (joined),
 // the copy workers (joined), staging slots and keystream windows (wiped,
-// host and device, then freed), the keystream streams.
+// host and device, then freed), the keystream layer's CUDA streams.
 //  final = false (provider unload, gpuaes_gpu_release()): the caller
 //    guarantees that no job runs and no keystream window is in use (every
 //    cipher context freed).  Afterwards the layer is usable again: the next

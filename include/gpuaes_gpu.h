@@ -121,7 +121,7 @@ typedef enum gpuaes_fault {        /* GPUAES_FAULT: the GPU stage that fails on 
 #define GPUAES_COPY_PART_DEFAULT    ((size_t)256 << 10)
 #define GPUAES_COPY_PART_MIN        ((size_t)4 << 10)
 #define GPUAES_COPY_PART_MAX        ((size_t)64 << 20)
-/* Keystream queued or in flight at once, process-wide (cuda/keystream.cu):
+/* Keystream queued or in flight at once, process-wide (cuda/ks_launcher.cu):
  * a fill beyond it is refused, so no keystream window may be larger. */
 #define GPUAES_KS_INFLIGHT_MAX      ((size_t)32 << 20)
 
@@ -220,7 +220,7 @@ void gpuaes_gpu_release(void);
 void gpuaes_gpu_shutdown(void);
 
 
-/* ---- Keystream ahead: asynchronous CTR keystream windows (cuda/keystream.cu) ----
+/* ---- Keystream ahead: asynchronous CTR keystream windows (cuda/ks_windows.cu) ----
  *
  * A window is a pinned host buffer (and its device twin) that the GPU fills
  * with AES-CTR keystream, E(ctr), E(ctr+1), ..., asynchronously.  Fills of all

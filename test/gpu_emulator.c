@@ -81,7 +81,7 @@ void gpuaes_gpu_configure(const gpuaes_gpu_settings *s)
     atomic_store(&emu_mem_max, s->gpu_memory_max);
     while (chunk * 2 <= s->staging_chunk && chunk < GPUAES_STAGING_CHUNK_MAX)
         chunk *= 2;
-    /* cuda/staging.cu's slot_bytes(): per lane a pinned 2 x chunk (zero-copy
+    /* cuda/slot_pool.cu's slot_bytes(): per lane a pinned 2 x chunk (zero-copy
      * output) and a device 2 x chunk, plus GHASH matrices and scratch */
     atomic_store(&emu_slot_bytes, (size_t)s->staging_lanes * (4 * chunk + (24 << 10)));
 }

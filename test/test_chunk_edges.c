@@ -1,7 +1,7 @@
 /*
  * test_chunk_edges.c - one update per message, at lengths around the GPU
  * layer's staging-chunk boundaries: +-1 byte and +-1 block around 1, 2, 4,
- * 8 and 16 MiB.  cuda/staging.cu (run with 1 MiB buffers and 3 lanes, see
+ * 8 and 16 MiB.  cuda/pipeline.cu (run with 1 MiB buffers and 3 lanes, see
  * kat_diff.cmake) cuts a job into chunks that ramp from 128 KiB up to
  * 1 MiB and down again, so these lengths give 4 to 24 chunks of varied
  * sizes, lanes wrapping; the emulator's chunks are 1 MiB.  For every GPU

@@ -123,7 +123,7 @@ size_t random_size(std::mt19937_64 &rng)
 }
 
 // One owner: rounds of up to 4 copies in flight, helped and waited in a
-// random order, the way staging.cu's pipeline drives them.
+// random order, the way pipeline.cu drives them.
 void owner(unsigned seed, int rounds)
 {
     std::mt19937_64 rng(seed);

@@ -216,7 +216,7 @@ G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t
             r = g128_xor(r, gf_mul(y, tab[32 + nw - 1 - w]));
         }
     }
-    // staging.cu's power for the host append: pw[levels] when there is no pad.
+    // pipeline_ghash.cu's power for the host append: pw[levels] when there is no pad.
     if (pl.pad == 0) {
         const G128 a = pw[pl.levels], bb = gf_pow(h, nb);
         CHECK(std::memcmp(&a, &bb, sizeof a) == 0, "pw[levels] != H^nb, nb=%u", nb);
@@ -445,7 +445,7 @@ int main()
             ++cases;
         }
 
-        // Chunks appended on the host as staging.cu does: S = S * H^n ^ S_chunk.
+        // Chunks appended on the host as pipeline_ghash.cu does: S = S * H^n ^ S_chunk.
         G128 s = g128_zero();
         for (uint32_t off = 0; off < nb;) {
             uint32_t n = 1 + rnd32() % (nb - off);

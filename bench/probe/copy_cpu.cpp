@@ -4,7 +4,7 @@
 // with every core kept busy by other processes.  No GPU needed.
 //
 //   g++ -O2 -std=c++17 -pthread -Icuda -Iinclude bench/probe/copy_cpu.cpp
-//       cuda/copy_pool.cpp cuda/gpu_settings.cpp -o copy_cpu [-DCOPY_AUTO]
+//       cuda/copy_pool.cpp cuda/copy_kernels.cpp cuda/copy_load.cpp cuda/gpu_settings.cpp -o copy_cpu [-DCOPY_AUTO]
 // (-DOLD_POOL: built against an older copy_pool.cpp, for before/after.)
 //   ./copy_cpu THREADS JOBS [BURNERS] [SECONDS] [GAP_US]
 //

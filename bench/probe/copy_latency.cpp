@@ -2,7 +2,7 @@
 // (cuda/copy_pool.cpp), against one thread's memcpy: the latency that small
 // GPU jobs pay twice (copy-in, copy-out).  No GPU needed.
 //
-//   g++ -O2 -std=c++17 -pthread -Icuda bench/probe/copy_latency.cpp cuda/copy_pool.cpp -o copy_latency
+//   g++ -O2 -std=c++17 -pthread -Icuda bench/probe/copy_latency.cpp cuda/copy_pool.cpp cuda/copy_kernels.cpp cuda/copy_load.cpp -o copy_latency
 //   ./copy_latency [reps]
 //
 // Per size, median microseconds over `reps` copies of the same (cache-warm)

@@ -1,0 +1,56 @@
+// staging_config.h - the staging's shape (chunk size, lanes, first chunk,
+// zero-copy bound, non-temporal copy-outs), read once from the configured
+// settings, and the per-chunk stage trace (GPUAES_STAGING_TRACE), a tuning
+// aid (cuda/ internal; plain C++).
+#ifndef GPUAES_STAGING_CONFIG_H
+#define GPUAES_STAGING_CONFIG_H
+
+#include <cstddef>
+#include <vector>
+
+namespace gpuaes {
+
+constexpr int kMaxLanes = 16;
+constexpr size_t kMinChunk = size_t(64) << 10;
+constexpr size_t kMaxChunk = size_t(64) << 20;
+
+// Staging shape, read once from the configured settings (tuning; defaults measured).
+struct StagingConfig {
+    size_t chunk = size_t(4) << 20; // GPUAES_STAGING_CHUNK: bytes per chunk buffer, a power of two
+    int lanes = 6;                  // GPUAES_STAGING_LANES: chunks in flight per job
+    size_t first = size_t(256) << 10; // GPUAES_STAGING_FIRST: the first (and least) chunk of a job
+    bool stream_out = true;         // GPUAES_COPY_STREAM: non-temporal stores into out[]
+    long trace_job = 0;             // GPUAES_STAGING_TRACE=N: time the stages of the N-th job (stderr)
+    size_t zero_copy = size_t(1) << 20; // GPUAES_STAGING_ZEROCOPY: chunks up to this long skip H2D/D2H (stage_gpu)
+};
+
+// The configuration in force (read at the first call).
+const StagingConfig &config();
+
+// Counts a job that begins; true when it is the one GPUAES_STAGING_TRACE names.
+bool trace_this_job();
+
+double now_us();
+
+// Per-chunk stage times of one job (a tuning aid): when its copy-in started,
+// its GPU stage was enqueued (and the enqueue returned), its GPU stage was
+// seen complete, and it was retired; microseconds from the job's start.
+class StageTrace {
+  public:
+    enum Event { copy_in, enqueue, enqueued, gpu_done, retired, kEvents };
+    void begin(size_t nchunks);
+    bool on() const { return !t_.empty(); }
+    void mark(size_t chunk, Event e)
+    {
+        if (on()) t_[chunk * kEvents + e] = now_us() - t0_;
+    }
+    void print(size_t len, size_t chunk, int lanes) const;
+
+  private:
+    double t0_ = 0;
+    std::vector<double> t_;
+};
+
+} // namespace gpuaes
+
+#endif
