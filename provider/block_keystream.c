@@ -84,6 +84,8 @@ int ks_sync_fb(block_ctx *c)
     return 1;
 }
 
+/* Keystream bytes made and XORed, process-wide: the keystream-made /
+ * keystream-used provider parameters (waste = made - used). */
 static _Atomic uint64_t made, used;
 
 static void ks_count_made(size_t n) { atomic_fetch_add_explicit(&made, n, memory_order_relaxed); }
