@@ -3,10 +3,12 @@
  * ciphers beyond what the provider API promises, each written once.
  *
  * gpuaes keeps a context of the default provider in step with the GPU path
- * (provider/cipher_block.c, provider/cipher_gcm.c).  Each line below is a
+ * (provider/cipher_block.c and block_*.c, provider/cipher_gcm.c and
+ * gcm_engine.c).  Each line below is a
  * behaviour it relies on; a libcrypto that behaves otherwise would make
  * gpuaes answer wrongly without an error.  Each has a check of the same name
- * in provider/assumptions.c, run by test/test_assumptions.c (every check,
+ * in provider/assume_block.c or assume_gcm.c (the table: assumptions.c), run
+ * by test/test_assumptions.c (every check,
  * CI) and, those marked "load", when the provider loads: a failure there
  * turns the GPU path off (gpuaes then only forwards to the default provider)
  * with an error on the queue and a debug line.  The code that relies on one
@@ -14,33 +16,35 @@
  *
  * ASSUME_REINIT_KEEPS_SCHEDULE (load)
  *   An init with key NULL keeps the key schedule of the last keyed init (CBC,
- *   CFB, CTR, GCM).  fb_resync and everything built on it (run_blocks,
- *   update_blocks, ks_sync_fb); GCM's seg_feed and cpu_ctr32.
+ *   CFB, CTR, GCM).  block_fb_resync and everything built on it
+ *   (gpu_whole_blocks, block_gpu_update_ecb_cbc, ks_sync_fb); GCM's seg_feed
+ *   and cpu_ctr32.
  * ASSUME_INIT_RESETS_STREAM (load)
  *   Every successful init empties the ECB/CBC block buffer and sets num to 0;
- *   CTR and CFB restart at the IV given, with no partial block.  fb_resync,
+ *   CTR and CFB restart at the IV given, with no partial block.  block_fb_resync,
  *   block_init (nheld = 0), ks_sync_fb.
  * ASSUME_INIT_KEEPS_PADDING (load)
- *   An init without parameters keeps the padding setting.  fb_resync.
+ *   An init without parameters keeps the padding setting.  block_fb_resync.
  * ASSUME_PADDING_MIDSTREAM (load)
  *   Padding set between updates applies from the next update on: ECB/CBC
  *   decryption without padding holds no block back, with padding the last
- *   one; final then unpads it.  run_blocks, update_blocks.
+ *   one; final then unpads it.  gpu_whole_blocks, block_gpu_update_ecb_cbc.
  * ASSUME_BLOCK_BUFFER_RULE (load)
  *   After an ECB/CBC context has taken `total` bytes since init it has output
  *   the first total - keep of them (processed) and holds the last keep, where
  *   keep = total % 16, or 16 when total % 16 == 0, total > 0, decrypting with
- *   padding.  held_after, track_held, block_update, update_blocks.
+ *   padding.  held_after, track_held, block_update, block_gpu_update_ecb_cbc.
  * ASSUME_UPDATED_IV (load)
  *   OSSL_CIPHER_PARAM_UPDATED_IV is the chaining state of the next byte: CBC
  *   the last ciphertext block processed (held bytes are not), CFB the shift
  *   register (the last ciphertext block, at a block boundary), CTR the counter
  *   of the next keystream block to make (with num > 0: the current block's + 1).
- *   An init with it continues the stream.  update_blocks, update_stream, ks_begin.
+ *   An init with it continues the stream.  block_gpu_update_ecb_cbc,
+ *   block_gpu_update_cfb_ctr, ks_begin.
  * ASSUME_NUM_PARAM (load)
  *   OSSL_CIPHER_PARAM_NUM is CTR's and CFB's byte position in the current
  *   block; ECB and CBC keep it as a settable value that updates leave alone
- *   (fb_resync saves and restores it).  update_stream, ks_begin, fb_resync.
+ *   (block_fb_resync saves and restores it).  block_gpu_update_cfb_ctr, ks_begin.
  * ASSUME_CTR_128BIT_COUNTER (load)
  *   CTR increments the whole 16-byte counter (big-endian, carrying through all
  *   bytes, wrapping at 2^128).  gpuaes_ctr128_add/_sub1 (gpuaes_counter.h),
@@ -53,14 +57,14 @@
  *   An init with iv NULL restarts CBC and CFB at the IV of the last init that
  *   had one; CTR goes on from its counter (the updated IV) with num 0.
  *   block_init (gives CBC/CFB that IV itself: the fallback's copy is
- *   overwritten by fb_resync; brings a CTR in keystream mode to its position).
+ *   overwritten by block_fb_resync; brings a keystream context to its position).
  * ASSUME_IV_PARAM_IS_ORIGINAL (load)
  *   OSSL_CIPHER_PARAM_IV is the IV given at init, not the running state.
  *   block_get_ctx_params (answers with its own copy after a resync), init_failed.
  * ASSUME_SHARED_PARAM_TABLES
  *   The gettable/settable parameter lists are the same for every block-mode
  *   variant, and for every GCM variant, and ignore the context passed.
- *   block_gettable_params .. gcm_settable_ctx_params.
+ *   FAMILY_PARAM_TABLES (gpuaes.h).
  * ASSUME_GCM_IV_BUFFERED (load)
  *   GCM applies an IV at the message's first non-empty AAD or data update;
  *   until then a keyed init without IV starts the message with that IV under
@@ -75,20 +79,20 @@
  *   IV and given b bytes, in any pieces, only as AAD, gives at final (out NULL)
  *   the tag (S ^ [8b]_64 || 0^64) * H ^ E_K(0^96 || 1), S the GHASH of the
  *   zero-padded bytes; the same init after final starts afresh.  seg_feed,
- *   seg_close, engine_key.
+ *   seg_close, engine_key (gcm_engine.c).
  * ASSUME_GCM_EMPTY_UPDATE_OK (load)
  *   A GCM update of 0 bytes succeeds (outl 0) in any state.  update_engine.
  * ASSUME_GCM_AAD_BEFORE_DATA (load)
  *   AAD after data is refused.  update_engine.
  * ASSUME_GCM_DECRYPT_NEEDS_TAG (load)
  *   A decrypting final without a tag fails and leaves the message open (a
- *   final after setting the tag verifies).  engine_final.
+ *   final after setting the tag verifies).  gcm_engine_final.
  * ASSUME_GCM_FINISHED_UNTIL_IV (load)
  *   After a successful final, data updates and finals fail until an init with
  *   an IV, a keyed init without IV included.  gcm_init, update_engine, gcm_final.
  * ASSUME_GCM_FAILED_FINAL_CONTINUES (load)
  *   After a failed final (wrong tag) data still flows, the keystream going on
- *   where it was, and no later final succeeds.  engine_final, update_engine.
+ *   where it was, and no later final succeeds.  gcm_engine_final, update_engine.
  * ASSUME_GCM_IVLEN_VOIDS_IV (load)
  *   A new context's IV length is 12; setting a different AEAD_IVLEN after an
  *   IV makes data updates fail until an init with an IV; setting the same

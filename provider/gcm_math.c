@@ -2,7 +2,7 @@
  * gcm_math.c - GF(2^128) arithmetic for the few host-side GHASH steps of the
  * GCM path (J0 of a non-96-bit IV, folding segments and GPU pieces into the
  * GHASH state, the length block at final).  The bulk GHASH runs in OpenSSL
- * or on the GPU (see cipher_gcm.c); here speed matters little, constant time
+ * or on the GPU (see gcm_engine.c); here speed matters little, constant time
  * does: no branch or index depends on secret data (only on public lengths).
  */
 #include <stdint.h>

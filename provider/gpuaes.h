@@ -6,7 +6,7 @@
  * dispatch functions).  That "fallback" context owns the mode semantics
  * (padding, num, chaining IV, parameters, TLS).  The GPU only ever takes
  * whole, aligned blocks from the middle of an update; afterwards the fallback
- * context is re-synchronised (new IV / counter), so a stream can switch
+ * context is re-synchronised (new IV / counter), so a context can switch
  * between the paths on every update.
  */
 #ifndef GPUAES_PROVIDER_H
@@ -81,10 +81,10 @@ typedef struct gpuaes_prov {
     size_t gpu_start_bytes;
     /* Keystream ahead (CTR): see docs/DESIGN.md, "Keystream ahead". */
     int ks_enabled;                        /* keystream / GPUAES_KEYSTREAM */
-    size_t ks_ramp;                        /* a stream this long (bytes) gets keystream windows */
+    size_t ks_ramp;                        /* a CTR context this long (bytes) gets keystream windows */
     size_t ks_max_window;                  /* largest window (bytes, multiple of 16) */
     size_t ks_total;                       /* pinned memory for keystream, process-wide */
-    size_t ks_max_streams;                 /* streams in keystream mode at once, process-wide */
+    size_t ks_max_contexts;                /* keystream contexts at once, process-wide */
     int cpu_share;                         /* gpu_cpu_share: CPU_SHARE_* */
     gpuaes_gpu_settings gpu;               /* the GPU layer's knobs (gpuaes_gpu_configure) */
 } gpuaes_prov;
@@ -135,15 +135,15 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
                       uint64_t ns);
 uint64_t dispatch_backoffs(void);
 
-/* keystream.c: vectorised XOR and the keystream counters (provider parameters). */
-void ks_xor_init(void);
-void ks_xor(unsigned char *out, const unsigned char *in, const unsigned char *ks, size_t n);
-void ks_count_made(size_t n);
-void ks_count_used(size_t n);
-uint64_t ks_bytes_made(void);
-uint64_t ks_bytes_used(void);
 /* A GPU keystream failure: error queue, debug log, gpu-errors (the bytes are done on the CPU). */
 void offload_report_failure(const char *what, const char *error);
+
+/* keystream_xor.c: the vectorised XOR of keystream ahead. */
+void ks_xor_init(void);
+void ks_xor(unsigned char *out, const unsigned char *in, const unsigned char *ks, size_t n);
+/* block_keystream.c: the keystream counters (provider parameters). */
+uint64_t ks_bytes_made(void);
+uint64_t ks_bytes_used(void);
 
 /* debug.c: GPUAES_DEBUG=1 logs to stderr; compiled in always, free when off.
  * The switch is process-wide: settings_load sets it, the latest load wins. */
@@ -195,5 +195,47 @@ FAMILY_DECLARE(gcm)
       (void (*)(void))f##_gettable_ctx_params },                              \
     { OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,                                   \
       (void (*)(void))f##_settable_ctx_params }
+
+/* f##_einit and f##_dinit: the family's own f##_init(ctx, ..., enc). */
+#define FAMILY_INITS(f)                                                       \
+    int f##_einit(void *vctx, const unsigned char *key, size_t keylen,        \
+                  const unsigned char *iv, size_t ivlen,                      \
+                  const OSSL_PARAM params[])                                  \
+    {                                                                         \
+        return f##_init(vctx, key, keylen, iv, ivlen, params, 1);             \
+    }                                                                         \
+    int f##_dinit(void *vctx, const unsigned char *key, size_t keylen,        \
+                  const unsigned char *iv, size_t ivlen,                      \
+                  const OSSL_PARAM params[])                                  \
+    {                                                                         \
+        return f##_init(vctx, key, keylen, iv, ivlen, params, 0);             \
+    }
+
+/* The family's parameter lists: those of the default provider's cipher
+ * `fallback`, one of its variants (ASSUME_SHARED_PARAM_TABLES); ctx_type
+ * is the family's context, whose fbctx is the default provider's. */
+#define FAMILY_PARAM_TABLES(f, ctx_type, fallback)                            \
+    const OSSL_PARAM *f##_gettable_params(void *provctx)                      \
+    {                                                                         \
+        const gpuaes_prov *prov = provctx;                                    \
+                                                                              \
+        return (fallback)->gettable_params(prov->fallback_provctx);           \
+    }                                                                         \
+    const OSSL_PARAM *f##_gettable_ctx_params(void *vctx, void *provctx)      \
+    {                                                                         \
+        const ctx_type *c = vctx;                                             \
+        const gpuaes_prov *prov = provctx;                                    \
+                                                                              \
+        return (fallback)->gettable_ctx_params(c != NULL ? c->fbctx : NULL,   \
+                                               prov->fallback_provctx);       \
+    }                                                                         \
+    const OSSL_PARAM *f##_settable_ctx_params(void *vctx, void *provctx)      \
+    {                                                                         \
+        const ctx_type *c = vctx;                                             \
+        const gpuaes_prov *prov = provctx;                                    \
+                                                                              \
+        return (fallback)->settable_ctx_params(c != NULL ? c->fbctx : NULL,   \
+                                               prov->fallback_provctx);       \
+    }
 
 #endif

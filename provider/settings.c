@@ -80,12 +80,12 @@ static const char *const fault_names[] = {
 
 /*
  * The knobs (README, "Knobs").  Keystream defaults (docs/DESIGN.md,
- * "Keystream ahead"): a CTR stream gets windows once it has passed 256 KiB;
+ * "Keystream ahead"): a CTR context gets windows once it has passed 256 KiB;
  * windows grow from 1 MiB to 4 MiB (a 4 MiB window lands in the last-level
  * cache as it arrives: the fastest XOR measured), at most the keystream the
  * GPU layer lets be in flight at once (a larger window's fill would always be
- * refused); 256 MiB of pinned memory in all; 2 streams at once (one GPU's
- * D2H, ~55 GB/s, feeds two streams at XOR speed, ~20-25 GB/s each;
+ * refused); 256 MiB of pinned memory in all; 2 keystream contexts at once
+ * (one GPU's D2H, ~55 GB/s, feeds two at XOR speed, ~20-25 GB/s each;
  * bench/NOTES.md, section 10).  The GPU layer's defaults are measured too
  * (docs/DESIGN.md, "Staging pipeline").  debug comes first, so that what the
  * others report reaches the debug log.
@@ -105,8 +105,8 @@ static const knob knobs[] = {
               4 * K_ * K_, PROV(ks_max_window)),
     SIZE_KNOB("keystream_total_bytes", "GPUAES_KEYSTREAM_TOTAL_BYTES", 0, SIZE_MAX, 256 * K_ * K_,
               PROV(ks_total)),
-    COUNT_KNOB("keystream_max_streams", "GPUAES_KEYSTREAM_MAX_STREAMS", 0, 65536, 2,
-               PROV(ks_max_streams)),
+    COUNT_KNOB("keystream_max_contexts", "GPUAES_KEYSTREAM_MAX_CONTEXTS", 0, 65536, 2,
+               PROV(ks_max_contexts)),
     BOOL_KNOB("disable_gpu", "GPUAES_DISABLE_GPU", 0, GPU(disable_gpu)),
     { "gpu_cpu_share", "GPUAES_GPU_CPU_SHARE", KNOB_ENUM, CPU_SHARE_OFF, CPU_SHARE_ALL,
       CPU_SHARE_CTR, NULL, share_names, PROV(cpu_share) },
@@ -132,6 +132,13 @@ static const knob knobs[] = {
      * "Device memory"); the CUDA context's own ~0.5 GiB is the driver's. */
     { "gpu_memory_max", "GPUAES_GPU_MEMORY_MAX", KNOB_SIZE, 0, SIZE_MAX, SIZE_MAX, "unlimited",
       NULL, GPU(gpu_memory_max) },
+};
+
+/* Old spellings, still read where the knob's own names are not given (deprecated). */
+static const struct {
+    const char *cnf, *old_cnf, *old_env;
+} aliases[] = {
+    { "keystream_max_contexts", "keystream_max_streams", "GPUAES_KEYSTREAM_MAX_STREAMS" },
 };
 
 /*
@@ -283,29 +290,56 @@ static void report_bad(const knob *k, const char *name, const char *value, const
     gpuaes_debug("bad value for %s: '%.64s' (%s); using %s", name, value, why, u);
 }
 
-/* One knob: openssl.cnf, then the environment (wins); empty means not given. */
+/* The openssl.cnf value of `name`; NULL when not given (or empty). */
+static char *cnf_value(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_params,
+                       const char *name)
+{
+    char *cnf = NULL;
+    OSSL_PARAM p[2] = { OSSL_PARAM_utf8_ptr(name, &cnf, 0), OSSL_PARAM_END };
+
+    if (core_get_params == NULL || !core_get_params(prov->handle, p) || cnf == NULL || *cnf == '\0')
+        return NULL;
+    return cnf;
+}
+
+/* One knob: openssl.cnf, then the environment (wins); empty means not given.
+ * A knob's own name wins over its old spelling (aliases). */
 static void knob_load_one(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_params,
                           const knob *k)
 {
-    char *cnf = NULL, bc[96], be[96];
+    char *cnf = cnf_value(prov, core_get_params, k->cnf), bc[96], be[96];
     const char *env = getenv(k->env), *why_c = NULL, *why_e = NULL;
-    OSSL_PARAM p[2] = { OSSL_PARAM_utf8_ptr(k->cnf, &cnf, 0), OSSL_PARAM_END };
+    const char *cnf_name = k->cnf, *env_name = k->env;
     uint64_t vc = 0, ve = 0, v = k->def;
     int cnf_ok = 0, env_ok = 0;
 
-    if (core_get_params == NULL || !core_get_params(prov->handle, p) || cnf == NULL || *cnf == '\0')
-        cnf = NULL;
     if (env != NULL && *env == '\0')
         env = NULL;
+    for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++) {
+        if (strcmp(aliases[i].cnf, k->cnf) != 0)
+            continue;
+        if (cnf == NULL && (cnf = cnf_value(prov, core_get_params, aliases[i].old_cnf)) != NULL)
+            cnf_name = aliases[i].old_cnf;
+        if (env == NULL && (env = getenv(aliases[i].old_env)) != NULL) {
+            if (*env == '\0')
+                env = NULL;
+            else
+                env_name = aliases[i].old_env;
+        }
+        if (cnf_name != k->cnf)
+            gpuaes_debug("%s is deprecated: use %s", cnf_name, k->cnf);
+        if (env_name != k->env)
+            gpuaes_debug("%s is deprecated: use %s", env_name, k->env);
+    }
     if (cnf != NULL && (cnf_ok = knob_parse(k, cnf, &vc, &why_c, bc, sizeof(bc))))
         v = vc;
     if (env != NULL && (env_ok = knob_parse(k, env, &ve, &why_e, be, sizeof(be))))
         v = ve;
     knob_store(prov, k, v);
     if (cnf != NULL && !cnf_ok)
-        report_bad(k, k->cnf, cnf, why_c, v);
+        report_bad(k, cnf_name, cnf, why_c, v);
     if (env != NULL && !env_ok)
-        report_bad(k, k->env, env, why_e, v);
+        report_bad(k, env_name, env, why_e, v);
 }
 
 void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_params)
@@ -318,7 +352,7 @@ void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_par
         prov->offload_min[k] = prov->offload_min_set ? prov->offload_min_bytes : offload_defaults[k];
 
     prov->ks_max_window &= ~(size_t)15;    /* whole blocks; at least 16 (range above) */
-    if (prov->ks_max_streams == 0)
+    if (prov->ks_max_contexts == 0)
         prov->ks_enabled = 0;
     if (prov->ks_enabled && prov->ks_total < prov->ks_max_window) {
         char t[32], w[32];

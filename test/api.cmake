@@ -134,6 +134,7 @@ gpuaes_test(NAME settings COMMAND test_settings TIMEOUT 120 MODULE_DIR ${CMAKE_B
 # every check against this libcrypto, through gpuaes's own loader (fallback.c)
 # and dispatch calls.  CPU only: no GPU, no module.
 add_executable(test_assumptions test_assumptions.c ${PROJECT_SOURCE_DIR}/provider/assumptions.c
+  ${PROJECT_SOURCE_DIR}/provider/assume_block.c ${PROJECT_SOURCE_DIR}/provider/assume_gcm.c
   ${PROJECT_SOURCE_DIR}/provider/fallback.c ${PROJECT_SOURCE_DIR}/provider/debug.c
   ${PROJECT_SOURCE_DIR}/provider/gcm_math.c)
 target_include_directories(test_assumptions PRIVATE ${PROJECT_SOURCE_DIR}/provider ${PROJECT_SOURCE_DIR}/include)

@@ -4,12 +4,12 @@
 # emulated GPU layer, whose windows become ready only on the second poll.
 gpuaes_test_program(test_keystream test_keystream.c)
 # Up to 16 streams in keystream mode at once (the default is 1): concurrency is what these test.
-set(_ks_env "GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=64K;GPUAES_KEYSTREAM_TOTAL_BYTES=1M;GPUAES_KEYSTREAM_MAX_STREAMS=16")
+set(_ks_env "GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=64K;GPUAES_KEYSTREAM_TOTAL_BYTES=1M;GPUAES_KEYSTREAM_MAX_CONTEXTS=16")
 gpuaes_test(NAME keystream COMMAND test_keystream --gpu --threads 8 LABELS gpu TIMEOUT 600
   ENV "${_ks_env}")
 # Windows of one block and an odd size: every update crosses windows.
 gpuaes_test(NAME keystream_tiny COMMAND test_keystream --gpu --threads 4 LABELS gpu TIMEOUT 600
-  ENV "GPUAES_KEYSTREAM_RAMP_BYTES=0;GPUAES_KEYSTREAM_MAX_WINDOW=4112;GPUAES_KEYSTREAM_TOTAL_BYTES=64K;GPUAES_KEYSTREAM_MAX_STREAMS=16")
+  ENV "GPUAES_KEYSTREAM_RAMP_BYTES=0;GPUAES_KEYSTREAM_MAX_WINDOW=4112;GPUAES_KEYSTREAM_TOTAL_BYTES=64K;GPUAES_KEYSTREAM_MAX_CONTEXTS=16")
 # A GPU failure in the keystream path: output stays right (CPU), error counted.
 gpuaes_test(NAME keystream_fault COMMAND test_keystream --threads 2 LABELS gpu TIMEOUT 600
   ENV "${_ks_env};GPUAES_FAULT=sync")
@@ -37,15 +37,15 @@ gpuaes_test_program(test_ks_life test_ks_life.c)
 set(_life_env "GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=64K;GPUAES_KEYSTREAM_TOTAL_BYTES=16M")
 foreach(t jump mixed final)
   gpuaes_test(NAME ks_life_${t} COMMAND test_ks_life ${t} --gpu LABELS gpu TIMEOUT 300
-    ENV "${_life_env};GPUAES_KEYSTREAM_MAX_STREAMS=1")
+    ENV "${_life_env};GPUAES_KEYSTREAM_MAX_CONTEXTS=1")
 endforeach()
 # 256 KiB windows: freeing a stream's windows takes long enough for a race
 # with another stream's entry to show.
 gpuaes_test(NAME ks_life_pool COMMAND test_ks_life pool --gpu LABELS gpu TIMEOUT 300
-  ENV "GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=256K;GPUAES_KEYSTREAM_TOTAL_BYTES=64M;GPUAES_KEYSTREAM_MAX_STREAMS=2")
+  ENV "GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=256K;GPUAES_KEYSTREAM_TOTAL_BYTES=64M;GPUAES_KEYSTREAM_MAX_CONTEXTS=2")
 
 # exit() while threads XOR against keystream windows (test_ks_exit.c): the
 # exit-time release must neither crash them nor let them emit plaintext.
 gpuaes_test_program(test_ks_exit test_ks_exit.c)
 gpuaes_test(NAME ks_exit COMMAND test_ks_exit --gpu LABELS gpu TIMEOUT 600
-  ENV "GPUAES_KEYSTREAM_RAMP_BYTES=16K;GPUAES_KEYSTREAM_MAX_WINDOW=256K;GPUAES_KEYSTREAM_TOTAL_BYTES=64M;GPUAES_KEYSTREAM_MAX_STREAMS=16")
+  ENV "GPUAES_KEYSTREAM_RAMP_BYTES=16K;GPUAES_KEYSTREAM_MAX_WINDOW=256K;GPUAES_KEYSTREAM_TOTAL_BYTES=64M;GPUAES_KEYSTREAM_MAX_CONTEXTS=16")

@@ -8,7 +8,7 @@
 //  - a plain Horner GHASH with the provider's gf128_mul (gcm_math.c), and
 //  - OpenSSL: GHASH_seg * H = tag' ^ E0 ^ L' * H, where tag' is AES-GCM's tag
 //    with the all-zero 96-bit IV over the blocks fed as AAD (the relation
-//    cipher_gcm.c folds segments with).
+//    gcm_engine.c folds segments with).
 // The multiply itself (integer multiplies with holes, Karatsuba, reduction)
 // against gf128_mul on random and on extreme operands (all ones: the most set
 // bit-pairs per column; single bits: every reduction path), the unreduced

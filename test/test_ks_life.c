@@ -3,14 +3,14 @@
  *  jump   a stream in keystream mode that then makes only large updates (the
  *         whole-job path): the keystream it made and never used stays within
  *         one window set, its windows are retired, and it gives its keystream
- *         claim back (with keystream_max_streams = 1 a second stream then
+ *         claim back (with keystream_max_contexts = 1 a second stream then
  *         gets keystream);
  *  mixed  large updates, each followed by a few small ones: the keystream made
  *         and never used stays within one window set (3) per large update;
  *  final  a stream that called final (not freed) gives its claim back: a
- *         second stream gets keystream (keystream_max_streams = 1);
+ *         second stream gets keystream (keystream_max_contexts = 1);
  *  pool   8 threads entering and leaving keystream mode over and over, with
- *         keystream_max_streams = 2: never more than 3 x 2 windows exist.
+ *         keystream_max_contexts = 2: never more than 3 x 2 windows exist.
  * Every output is compared with the default provider's.  Run with a small
  * ramp and windows (keystream.cmake).  --gpu: a GPU is required.
  */
@@ -219,7 +219,7 @@ static void *pool_watch(void *arg)
 
 static void test_pool(void)
 {
-    const size_t streams = knob("GPUAES_KEYSTREAM_MAX_STREAMS");
+    const size_t streams = knob("GPUAES_KEYSTREAM_MAX_CONTEXTS");
     pthread_t th[8], watch;
 
     CHECKM(pthread_create(&watch, NULL, pool_watch, NULL) == 0, "thread");

@@ -121,7 +121,8 @@ static const struct {
     { "keystream_ramp_bytes", "GPUAES_KEYSTREAM_RAMP_BYTES", "256KiB", "256K" },
     { "keystream_max_window", "GPUAES_KEYSTREAM_MAX_WINDOW", "64M", "4M" },   /* > the in-flight cap */
     { "keystream_total_bytes", "GPUAES_KEYSTREAM_TOTAL_BYTES", "99999999999G", "256M" },
-    { "keystream_max_streams", "GPUAES_KEYSTREAM_MAX_STREAMS", "2M", "2" },   /* no suffix on a count */
+    { "keystream_max_contexts", "GPUAES_KEYSTREAM_MAX_CONTEXTS", "2M", "2" },   /* no suffix on a count */
+    { "keystream_max_contexts", "GPUAES_KEYSTREAM_MAX_STREAMS", "2M", "2" },    /* the old spelling */
     { "disable_gpu", "GPUAES_DISABLE_GPU", "y", "off" },
     { "gpu_cpu_share", "GPUAES_GPU_CPU_SHARE", "on", "ctr" },        /* a switch no more: off, ctr, all */
     { "device", "GPUAES_DEVICE", "4097", "0" },
@@ -293,8 +294,10 @@ static void test_ranges(void)
         { "GPUAES_FAULT", "copyOut", "fault", "copyout", 1 },
         { "GPUAES_FAULT", "none", "fault", "none", 1 },
         { "GPUAES_FAULT", "sync,alloc", "fault", "none", 0 },
-        { "GPUAES_KEYSTREAM_MAX_STREAMS", "65536", "keystream_max_streams", "65536", 1 },
-        { "GPUAES_KEYSTREAM_MAX_STREAMS", "65537", "keystream_max_streams", "2", 0 },
+        { "GPUAES_KEYSTREAM_MAX_CONTEXTS", "65536", "keystream_max_contexts", "65536", 1 },
+        { "GPUAES_KEYSTREAM_MAX_CONTEXTS", "65537", "keystream_max_contexts", "2", 0 },
+        { "GPUAES_KEYSTREAM_MAX_STREAMS", "7", "keystream_max_contexts", "7", 1 },   /* old spelling */
+        { "GPUAES_KEYSTREAM_MAX_STREAMS", "65537", "keystream_max_contexts", "2", 0 },
         { "GPUAES_GPU_MEMORY_MAX", "0", "gpu_memory_max", "0", 1 },     /* no slot, no window */
         { "GPUAES_GPU_MEMORY_MAX", "1G", "gpu_memory_max", "1024M", 1 },
         { "GPUAES_GPU_MEMORY_MAX", "100000", "gpu_memory_max", "100000", 1 },
@@ -352,7 +355,7 @@ static void test_cnf(void)
                "[provider_sect]\ngpuaes = gpuaes_sect\n[gpuaes_sect]\nmodule = %s/gpuaes.so\n"
                "keystream = perhaps\noffload_min_bytes = -1\n"
                "keystream_max_window = 64M\nstaging_lanes = 3\nkeystream_ramp_bytes = 0x100K\n"
-               "copy_threads = 4x\nfault = Launch\n", module_dir);
+               "copy_threads = 4x\nfault = Launch\nkeystream_max_streams = 5\n", module_dir);
     fclose(f);
 
     if (load(&l, path)) {
@@ -366,7 +369,9 @@ static void test_cnf(void)
                "openssl.cnf: defaults not in force: keystream %d, policy %s, settings %s",
                l.keystream, l.policy, l.settings);
         CHECKF(has_setting(&l, "staging_lanes", "3") && has_setting(&l, "keystream_ramp_bytes", "256K")
-               && has_setting(&l, "fault", "launch"), "openssl.cnf: good values not taken: %s",
+               && has_setting(&l, "fault", "launch")
+               && has_setting(&l, "keystream_max_contexts", "5"),   /* the old spelling */
+               "openssl.cnf: good values not taken: %s",
                l.settings);
     } else {
         CHECKF(0, "openssl.cnf with bad values: load failed");
@@ -377,7 +382,11 @@ static void test_cnf(void)
     setenv("GPUAES_STAGING_LANES", "5", 1);
     setenv("GPUAES_OFFLOAD_MIN_BYTES", "2M", 1);
     setenv("GPUAES_FAULT", "bogus", 1);
+    setenv("GPUAES_KEYSTREAM_MAX_STREAMS", "9", 1);       /* the old spelling loses to the new */
+    setenv("GPUAES_KEYSTREAM_MAX_CONTEXTS", "3", 1);
     if (load(&l, path)) {
+        CHECKF(has_setting(&l, "keystream_max_contexts", "3"),
+               "GPUAES_KEYSTREAM_MAX_CONTEXTS does not win over the old spelling: %s", l.settings);
         CHECKF(has_setting(&l, "staging_lanes", "5") && l.offload_min == (2 << 20),
                "environment does not win: %s", l.settings);
         CHECKF(strstr(l.errors, "bad value for offload_min_bytes: '-1' (not a number") != NULL
@@ -394,6 +403,8 @@ static void test_cnf(void)
     unsetenv("GPUAES_STAGING_LANES");
     unsetenv("GPUAES_OFFLOAD_MIN_BYTES");
     unsetenv("GPUAES_FAULT");
+    unsetenv("GPUAES_KEYSTREAM_MAX_STREAMS");
+    unsetenv("GPUAES_KEYSTREAM_MAX_CONTEXTS");
     unlink(path);
     printf("ok  openssl.cnf: bad values named, defaults kept, the environment wins\n");
 }

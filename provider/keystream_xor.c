@@ -1,21 +1,12 @@
 /*
- * keystream.c - keystream ahead, the provider's shared part: the XOR of data
- * against keystream that the GPU computed ahead (AVX-512 where the CPU has
- * it, chosen once at load; a portable 64-bit loop otherwise), and the
- * process-wide counters behind the keystream-made / keystream-used
- * provider parameters.  The per-context logic is in cipher_block.c.
+ * keystream_xor.c - the XOR of data against keystream that the GPU computed
+ * ahead (block_keystream.c): AVX-512 where the CPU has it, chosen once at
+ * load; a portable 64-bit loop otherwise.
  */
-#include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "gpuaes.h"
-
-static _Atomic uint64_t made, used;
-
-void ks_count_made(size_t n) { atomic_fetch_add_explicit(&made, n, memory_order_relaxed); }
-void ks_count_used(size_t n) { atomic_fetch_add_explicit(&used, n, memory_order_relaxed); }
-uint64_t ks_bytes_made(void) { return atomic_load(&made); }
-uint64_t ks_bytes_used(void) { return atomic_load(&used); }
 
 static void xor_portable(unsigned char *out, const unsigned char *in, const unsigned char *ks, size_t n)
 {

@@ -1,0 +1,335 @@
+/*
+ * assume_gcm.c - the checks of the GCM assumptions of
+ * provider/fallback_assumptions.h (ASSUME_GCM_*, ASSUME_UNKNOWN_PARAMS_IGNORED):
+ * each asks the default provider whether its GCM behaves as gpuaes's own
+ * engine (gcm_engine.c) and cipher_gcm.c assume.
+ */
+#include "assume_util.h"
+#include <openssl/err.h>
+
+#include "gcm_math.h"
+
+static int gcm_tag(fbc *c, unsigned char *tag, size_t n)
+{
+    OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, n),
+                        OSSL_PARAM_END };
+
+    return c->fb->get_ctx_params(c->ctx, p);
+}
+
+static int gcm_set_tag(fbc *c, const unsigned char *tag, size_t n)
+{
+    OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, (void *)tag, n),
+                        OSSL_PARAM_END };
+
+    return c->fb->set_ctx_params(c->ctx, p);
+}
+
+static const unsigned char GIV[12] = "gcm-iv-12by";
+
+/* One GCM encryption: init steps given by the caller, then aad, data, final, tag. */
+static int gcm_finish(assume_run *r, fbc *c, const unsigned char *aad, size_t naad,
+                      const unsigned char *in, unsigned char *out, size_t n,
+                          unsigned char tag[BLOCK])
+{
+    size_t outl = 0;
+
+    return need(r, naad == 0 || upd(c, NULL, aad, naad) == naad, "AAD")
+        && need(r, upd(c, out, in, n) == n, "data")
+        && need(r, c->fb->final(c->ctx, out + n, &outl, BLOCK), "final")
+        && need(r, gcm_tag(c, tag, BLOCK), "tag");
+}
+
+static int gcm_fresh(assume_run *r, const unsigned char *key, const unsigned char *aad, size_t naad,
+                     const unsigned char *in, unsigned char *out, size_t n,
+                         unsigned char tag[BLOCK])
+{
+    fbc c = { 0 };
+    int ok = open_init(r, &c, MODE_GCM, 1, key, GIV)
+        && gcm_finish(r, &c, aad, naad, in, out, n, tag);
+
+    close_ctx(&c);
+    return ok;
+}
+
+/* A context (K1, GIV) after one encryption: naad bytes of in as AAD, n as data. */
+static int gcm_finished(assume_run *r, fbc *c, size_t naad, const unsigned char *in,
+                        unsigned char *out, size_t n, unsigned char tag[BLOCK])
+{
+    return open_init(r, c, MODE_GCM, 1, K1, GIV)
+        && gcm_finish(r, c, naad > 0 ? in : NULL, naad, in, out, n, tag);
+}
+
+int check_GCM_IV_BUFFERED(assume_run *r)
+{
+    unsigned char in[40], a[48], b[48], ta[BLOCK], tb[BLOCK];
+    int ok;
+
+    fill(in, sizeof(in), 11);
+    ok = gcm_fresh(r, K2, in, 20, in, b, 40, tb);
+    for (int order = 0; ok && order < 2; order++) {
+        fbc c = { 0 };
+
+        /* key then IV then another key; or IV alone then a key */
+        ok = open_ctx(r, &c, MODE_GCM) && need(r, init(&c, 1, order ? NULL : K1, GIV), "init")
+            && need(r, init(&c, 1, K2, NULL), "re-key") && gcm_finish(r, &c, in, 20, in, a, 40, ta)
+            && expect(r, memcmp(a, b, 40) == 0 && memcmp(ta, tb, BLOCK) == 0,
+                      "GCM: a buffered IV is not applied under the later key");
+        close_ctx(&c);
+    }
+    return ok;
+}
+
+int check_GCM_REKEY_RESETS_MESSAGE(assume_run *r)
+{
+    unsigned char in[64], a[48], b[48], ta[BLOCK], tb[BLOCK], scratch[48];
+    int ok = 1;
+
+    fill(in, sizeof(in), 12);
+    /* 0: one byte of AAD (gpuaes's move); 1: AAD and data; 2: AAD only */
+    for (int h = 0; ok && h < 3; h++) {
+        fbc c = { 0 };
+
+        ok = open_init(r, &c, MODE_GCM, 1, K1, GIV)
+            && need(r, upd(&c, NULL, in, h == 0 ? 1 : 20) != SIZE_MAX, "AAD")
+            && need(r, h != 1 || upd(&c, scratch, in, 33) == 33, "data")
+            && need(r, init(&c, 1, K2, NULL), "re-key")
+            && gcm_finish(r, &c, NULL, 0, in, h == 0 ? a : b, 40, h == 0 ? ta : tb)
+            && (h == 0 || expect(r, memcmp(a, b, 40) == 0 && memcmp(ta, tb, BLOCK) == 0,
+                                 "GCM: a re-keyed message depends on what it held"));
+        close_ctx(&c);
+    }
+    return ok;
+}
+
+int check_GCM_SEGMENT_GHASH(assume_run *r)
+{
+    static const size_t lens[] = { 5, 16, 37, 64 };
+    unsigned char in[64], blocks[32] = { 0 }, he[32], tag[BLOCK], x[BLOCK], l[BLOCK];
+    size_t outl;
+    fbc c = { 0 };
+    int ok;
+
+    fill(in, sizeof(in), 13);
+    blocks[31] = 1;                   /* 0^128, then 0^96 || 0^31 || 1 */
+    ok = ecb(r, K1, he, blocks, 32) && open_ctx(r, &c, MODE_GCM)
+        && need(r, init(&c, 1, K1, NULL), "keyed init");
+    for (size_t t = 0; ok && t < sizeof(lens) / sizeof(lens[0]); t++) {
+        size_t b = lens[t], first = b / 3;
+
+        memset(x, 0, BLOCK);
+        for (size_t i = 0; i < b; i += BLOCK) {
+            for (size_t j = 0; j < BLOCK && i + j < b; j++)
+                x[j] ^= in[i + j];
+            gf128_mul(x, he);
+        }
+        gcm_len_block(l, (unsigned long long)b * 8, 0);
+        for (int j = 0; j < BLOCK; j++)
+            x[j] ^= l[j];
+        gf128_mul(x, he);
+        for (int j = 0; j < BLOCK; j++)
+            x[j] ^= he[BLOCK + j];
+        ok = need(r, init(&c, 1, NULL, (const unsigned char *)"\0\0\0\0\0\0\0\0\0\0\0"), "zero IV")
+            && need(r, upd(&c, NULL, in, first) != SIZE_MAX
+            && upd(&c, NULL, in + first, b - first) != SIZE_MAX,
+                    "AAD")
+            && need(r, c.fb->final(c.ctx, NULL, &outl, 0), "final")
+            && need(r, gcm_tag(&c, tag, BLOCK), "tag")
+            && expect(r, memcmp(tag, x, BLOCK) == 0,
+                "GCM: an AAD-only message's tag is not GHASH as assumed");
+    }
+    close_ctx(&c);
+    return ok;
+}
+
+int check_GCM_EMPTY_UPDATE_OK(assume_run *r)
+{
+    unsigned char in[32], out[48], tag[BLOCK];
+    size_t outl = 5;
+    fbc c = { 0 };
+    int ok;
+
+    fill(in, sizeof(in), 14);
+    ok = gcm_finished(r, &c, 3, in, out, 32, tag)
+        && expect(r, c.fb->update(c.ctx, out, &outl, 0, in, 0) && outl == 0,
+                  "GCM: an empty update after final failed");
+    close_ctx(&c);
+    return ok;
+}
+
+int check_GCM_AAD_BEFORE_DATA(assume_run *r)
+{
+    unsigned char in[32], out[48];
+    fbc c = { 0 };
+    int ok;
+
+    fill(in, sizeof(in), 15);
+    ok = open_init(r, &c, MODE_GCM, 1, K1, GIV)
+        && need(r, upd(&c, NULL, in, 5) == 5 && upd(&c, out, in, 5) == 5, "AAD, data");
+    ERR_set_mark();
+    ok = ok && expect(r, upd(&c, NULL, in, 5) == SIZE_MAX, "GCM: AAD after data was taken");
+    ERR_pop_to_mark();
+    close_ctx(&c);
+    return ok;
+}
+
+int check_GCM_DECRYPT_NEEDS_TAG(assume_run *r)
+{
+    unsigned char in[20], ct[32], out[32], tag[BLOCK];
+    size_t outl = 0;
+    fbc c = { 0 };
+    int ok;
+
+    fill(in, sizeof(in), 16);
+    ok = gcm_fresh(r, K1, NULL, 0, in, ct, 20, tag) && open_ctx(r, &c, MODE_GCM)
+        && need(r, init(&c, 0, K1, GIV), "init") && need(r, upd(&c, out, ct, 20) == 20, "data");
+    ERR_set_mark();
+    ok = ok && expect(r, !c.fb->final(c.ctx, out, &outl, 16),
+        "GCM: decrypting final without a tag succeeded");
+    ERR_pop_to_mark();
+    ok = ok && need(r, gcm_set_tag(&c, tag, BLOCK), "set tag")
+        && expect(r, c.fb->final(c.ctx, out, &outl, 16),
+            "GCM: the final after a tagless one failed");
+    close_ctx(&c);
+    return ok;
+}
+
+int check_GCM_FINISHED_UNTIL_IV(assume_run *r)
+{
+    unsigned char in[32], out[48], tag[BLOCK];
+    size_t outl = 0;
+    fbc c = { 0 };
+    int ok;
+
+    fill(in, sizeof(in), 17);
+    ok = gcm_finished(r, &c, 0, in, out, 16, tag);
+    ERR_set_mark();
+    ok = ok && expect(r, upd(&c, out, in, 16) == SIZE_MAX, "GCM: data after final was taken")
+        && expect(r, !c.fb->final(c.ctx, out, &outl, 16), "GCM: a second final succeeded")
+        && need(r, init(&c, 1, K2, NULL), "re-key")
+        && expect(r, upd(&c, out, in, 16) == SIZE_MAX, "GCM: a re-key reopened a finished message");
+    ERR_pop_to_mark();
+    ok = ok && need(r, init(&c, 1, NULL, GIV), "new IV")
+        && expect(r, upd(&c, out, in, 16) == 16, "GCM: a new IV did not reopen the context");
+    close_ctx(&c);
+    return ok;
+}
+
+int check_GCM_FAILED_FINAL_CONTINUES(assume_run *r)
+{
+    unsigned char in[50], ct[64], out[64], tag[BLOCK], bad[BLOCK] = { 0 };
+    size_t outl = 0;
+    fbc c = { 0 };
+    int ok;
+
+    fill(in, sizeof(in), 18);
+    ok = gcm_fresh(r, K1, NULL, 0, in, ct, 50, tag) && open_ctx(r, &c, MODE_GCM)
+        && need(r, init(&c, 0, K1, GIV), "init") && need(r, gcm_set_tag(&c, bad, BLOCK), "set tag")
+        && need(r, upd(&c, out, ct, 20) == 20, "data");
+    ERR_set_mark();
+    ok = ok && expect(r, !c.fb->final(c.ctx, out, &outl, 16), "GCM: a wrong tag verified")
+        && expect(r, upd(&c, out + 20, ct + 20, 30) == 30 && memcmp(out, in, 50) == 0,
+                  "GCM: data after a failed final does not continue the keystream")
+        && need(r, gcm_set_tag(&c, tag, BLOCK), "set tag")
+        && expect(r, !c.fb->final(c.ctx, out, &outl, 16),
+            "GCM: a final after a failed final succeeded");
+    ERR_pop_to_mark();
+    close_ctx(&c);
+    return ok;
+}
+
+int check_GCM_IVLEN_VOIDS_IV(assume_run *r)
+{
+    unsigned char in[16], out[32], iv16[16] = "sixteen-byte-iv";
+    size_t ivlen = 0;
+    OSSL_PARAM get[2] = { OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ivlen), OSSL_PARAM_END };
+    OSSL_PARAM set[2] = { OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ivlen), OSSL_PARAM_END };
+    fbc c = { 0 };
+    int ok;
+
+    fill(in, sizeof(in), 19);
+    ok = open_ctx(r, &c, MODE_GCM) && need(r, c.fb->get_ctx_params(c.ctx, get), "ivlen")
+        && expect(r, ivlen == 12, "GCM: a new context's IV length is not 12")
+        && need(r, init(&c, 1, K1, GIV), "init")
+        && need(r, c.fb->set_ctx_params(c.ctx, set), "same ivlen")
+        && expect(r, upd(&c, out, in, 16) == 16, "GCM: setting the same IV length voided the IV");
+    ivlen = 16;
+    ok = ok && need(r, init(&c, 1, NULL, GIV), "init")
+        && need(r, c.fb->set_ctx_params(c.ctx, set), "ivlen 16");
+    ERR_set_mark();
+    ok = ok && expect(r, upd(&c, out, in, 16) == SIZE_MAX, "GCM: a new IV length kept the IV");
+    ERR_pop_to_mark();
+    c.ivlen = 16;
+    ok = ok && need(r, init(&c, 1, NULL, iv16), "init")
+        && expect(r, upd(&c, out, in, 16) == 16, "GCM: an IV after a new IV length was refused");
+    close_ctx(&c);
+    return ok;
+}
+
+int check_GCM_TAG_GET(assume_run *r)
+{
+    unsigned char in[16], out[32], tag[BLOCK], part[BLOCK + 1];
+    OSSL_PARAM null_tag[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, NULL, 0),
+                               OSSL_PARAM_END };
+    fbc c = { 0 }, d = { 0 };
+    int ok;
+
+    fill(in, sizeof(in), 20);
+    ok = gcm_finished(r, &c, 0, in, out, 16, tag)
+        && need(r, gcm_tag(&c, part, 8), "tag of 8")
+        && expect(r, memcmp(part, tag, 8) == 0, "GCM: a short tag is not the tag's prefix");
+    ERR_set_mark();
+    ok = ok && expect(r, !gcm_tag(&c, part, 0), "GCM: a tag of 0 bytes was given")
+        && expect(r, !c.fb->get_ctx_params(c.ctx, null_tag), "GCM: a tag into NULL was given")
+        && expect(r, !gcm_tag(&c, part, BLOCK + 1), "GCM: a tag of 17 bytes was given")
+        && open_init(r, &d, MODE_GCM, 0, K1, GIV)
+        && expect(r, !gcm_tag(&d, part, BLOCK), "GCM: a decrypting context gave a tag");
+    ERR_pop_to_mark();
+    close_ctx(&c);
+    close_ctx(&d);
+    return ok;
+}
+
+int check_UNKNOWN_PARAMS_IGNORED(assume_run *r)
+{
+    unsigned char in[16], out[32], buf[BLOCK] = { 0 };
+    size_t ivlen = 0;
+    OSSL_PARAM p[3] = { OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ivlen),
+                        OSSL_PARAM_octet_string("gpuaes-tag-answered", buf, BLOCK),
+                            OSSL_PARAM_END };
+    fbc c = { 0 };
+    int ok;
+
+    fill(in, sizeof(in), 21);
+    /* A decrypting context: it would refuse the tag, were it seen. */
+    ok = open_init(r, &c, MODE_GCM, 0, K1, GIV)
+        && need(r, upd(&c, out, in, 16) == 16, "data")
+        && expect(r, c.fb->get_ctx_params(c.ctx, p), "get_ctx_params failed for an unknown key")
+        && expect(r, ivlen == 12 && p[1].return_size == OSSL_PARAM_UNMODIFIED
+                  && memcmp(buf, (unsigned char[BLOCK]){ 0 }, BLOCK) == 0,
+                  "get_ctx_params touched an unknown key");
+    close_ctx(&c);
+    return ok;
+}
+
+int check_GCM_CIPHER_FORMS(assume_run *r)
+{
+    unsigned char in[40], a[48], b[48], ta[BLOCK], tb[BLOCK];
+    size_t outl = 0;
+    fbc c = { 0 };
+    int ok;
+
+    fill(in, sizeof(in), 22);
+    ok = gcm_fresh(r, K1, in, 13, in, b, 40, tb) && open_ctx(r, &c, MODE_GCM)
+        && need(r, init(&c, 1, K1, GIV), "init")
+        && expect(r, c.fb->cipher(c.ctx, NULL, &outl, 13, in, 13),
+            "GCM cipher(): out NULL is not AAD")
+        && need(r, c.fb->cipher(c.ctx, a, &outl, 40, in, 40), "cipher() data")
+        && expect(r, c.fb->cipher(c.ctx, NULL, &outl, 0, NULL, 0),
+            "GCM cipher(): in NULL is not final")
+        && need(r, gcm_tag(&c, ta, BLOCK), "tag")
+        && expect(r, memcmp(a, b, 40) == 0 && memcmp(ta, tb, BLOCK) == 0,
+                  "GCM cipher(): the forms do not give update/final's result");
+    close_ctx(&c);
+    return ok;
+}

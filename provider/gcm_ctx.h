@@ -1,0 +1,85 @@
+/*
+ * gcm_ctx.h - what the GCM files share: the context, and gpuaes's own GCM
+ * engine as cipher_gcm.c calls it.
+ *   cipher_gcm.c  the context, its EVP entry points, parameters, and which
+ *                 engine runs each message
+ *   gcm_engine.c  gpuaes's own GCM engine (GHASH segments, Y, GPU pieces, tag)
+ */
+#ifndef GPUAES_GCM_CTX_H
+#define GPUAES_GCM_CTX_H
+
+#include <stddef.h>
+
+#include "gpuaes.h"
+
+#define BLOCK 16
+#define AAD_STASH 256                 /* AAD kept while the engine is undecided */
+
+typedef enum { MSG_FALLBACK, MSG_UNDECIDED, MSG_GPU } msg_engine;
+
+typedef struct gcm_ctx {
+    const gpuaes_prov *prov;
+    const gpuaes_variant *var;
+    const fallback_cipher *fb;        /* default provider's AES-GCM */
+    const fallback_cipher *ecb;       /* default provider's AES-ECB of the same key size */
+    const fallback_cipher *ctr;       /* ... and AES-CTR */
+    void *fbctx;
+    int enc;
+    int tls;                          /* TLS params seen: records stay on the fallback */
+    unsigned char key[32];
+    int key_set;
+    unsigned char iv[128];
+    size_t ivlen;
+    int iv_set;
+    msg_engine msg;
+    unsigned char aad[AAD_STASH];     /* AAD of an undecided message, not yet in the segment */
+    size_t naad;
+    unsigned char tag[BLOCK];         /* decrypt: expected; encrypt: computed at final */
+    size_t taglen;
+    int tag_ours;                     /* the last tag made was our engine's (else the fallback's) */
+    /* gpuaes's own GCM engine (msg == MSG_GPU) */
+    struct {
+        void *seg;                    /* default GCM, zero IV: GHASH of a segment, as AAD */
+        void *ecbctx;                 /* default AES-ECB: H, E_K(J0), a partial block's keystream */
+        void *ctrctx;                 /* default AES-CTR: whole blocks on the CPU */
+        gpuaes_key *gpukey;
+        int keyed;                    /* aux contexts hold the current key */
+        unsigned char h[BLOCK];
+        unsigned char e0[BLOCK];      /* E_K(0^96 || 0^31 || 1): masks the segment's tag */
+        unsigned char ekj0[BLOCK];    /* E_K(J0): masks the message's tag */
+        unsigned char y[BLOCK];       /* Y = X * H over everything folded so far */
+        int y_zero;                   /* nothing folded yet (Y = 0): skip Y * H^k */
+        int seg_live;                 /* the segment was started for this message */
+        unsigned long long seg_bytes; /* bytes fed to the live segment */
+        unsigned long long pow_n;     /* pow = H^pow_n when pow_ok (lengths repeat) */
+        unsigned char pow[BLOCK];
+        int pow_ok;
+        unsigned char ctr[BLOCK];     /* counter block of the next keystream block */
+        unsigned char ek[BLOCK];      /* keystream of the current partial block */
+        size_t mres;                  /* bytes of ek used */
+        unsigned long long aadlen, datalen;
+        int finished;
+        int ghash_dead;               /* a final failed: as in the default provider, data
+                                         still flows but no tag will verify */
+    } g;
+} gcm_ctx;
+
+/* gcm_engine.c: gpuaes's own GCM engine (c->g).  Each returns 1 on success. */
+/* A new IV: the engine's message state starts afresh (cannot fail). */
+void gcm_engine_new_message(gcm_ctx *c);
+/* Starts it for this message: counter, E_K(J0), stashed AAD; c->msg = MSG_GPU. */
+int gcm_engine_start(gcm_ctx *c);
+/* AAD of an undecided message: stashed, or into the engine's GHASH. */
+int gcm_engine_stash_aad(gcm_ctx *c, const unsigned char *in, size_t inl);
+/* AAD of a message on the engine (refused after data). */
+int gcm_engine_aad(gcm_ctx *c, const unsigned char *in, size_t inl);
+/* len bytes of data in -> out (whole blocks on the GPU when large). */
+int gcm_engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len);
+/* The tag: made (encrypting) or checked (decrypting). */
+int gcm_engine_final(gcm_ctx *c);
+/* c is a copy of src (dupctx): its own copies of the engine's contexts;
+ * 0 if one could not be made (those made are then c's to free). */
+int gcm_engine_dup(gcm_ctx *c, const gcm_ctx *src);
+void gcm_engine_free(gcm_ctx *c);
+
+#endif
