@@ -26,9 +26,7 @@
  * calls (seen in the last ACTIVE_NS), every call stays on its own core.
  *
  * An estimate not yet measured is measured: an unknown CPU rate sends the
- * call to the CPU, an unknown GPU rate to the GPU.  GCM decides once per
- * message, at its first data, and a message may be all there is: its
- * unknown CPU rate is replaced by a prior (GCM_CPU_PRIOR) instead.  A GPU estimate that says
+ * call to the CPU, an unknown GPU rate to the GPU.  A GPU estimate that says
  * "slower" is tried again now and then (one declined call in EXPLORE, when
  * no job is in flight), so a GPU that got faster is noticed.  A GPU failure
  * (an allocation that did not fit, say) keeps the GPU out for a back-off
@@ -49,10 +47,6 @@
 #define CLASS0 16
 #define FIX 16                         /* estimates in ns per byte, 16 fractional bits */
 #define EXPLORE 64
-/* GCM's CPU rate before it is measured: 10 GB/s, between the default
- * provider's 16 KiB (15.8 GB/s) and 64 MiB (6.7 GB/s, memory-bound) figures
- * on one H200-machine core. */
-#define GCM_CPU_PRIOR ((uint64_t)(0.1 * (1 << FIX)))
 #define WARM 3                         /* GPU samples before an estimate may say "slower" */
 #define BACKOFF_MIN_NS 10000000ULL     /* 10 ms */
 #define BACKOFF_MAX_NS 10000000000ULL  /* 10 s */
@@ -149,19 +143,8 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
         return 0;
     cpu = atomic_load_explicit(&cpu_est[kind][key_index(keylen)], memory_order_relaxed);
     gpu = atomic_load_explicit(&gpu_est[kind][size_class(len)], memory_order_relaxed);
-    if (cpu == 0) {
-        /* Measure the CPU first.  Not for GCM: its first data decides the
-         * whole message (an evp_bench or a file of 32 GiB is one message),
-         * so an unmeasured CPU must not win it by default: such messages
-         * compare the GPU with a prior for the CPU (one in EXPLORE goes to
-         * the CPU, which measures it). */
-        if (kind != OFFLOAD_GCM)
-            return 0;
-        if (atomic_fetch_add_explicit(&declined[kind], 1, memory_order_relaxed) % EXPLORE
-            == EXPLORE - 1)
-            return 0;
-        cpu = GCM_CPU_PRIOR;
-    }
+    if (cpu == 0)
+        return 0;                      /* measure the CPU first */
     if (gpu == 0 || atomic_load_explicit(&gpu_samples[kind][size_class(len)],
                                          memory_order_relaxed) < WARM)
         return 1;                      /* a job's first includes the GPU's one-time costs */
