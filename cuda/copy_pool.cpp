@@ -31,6 +31,7 @@
 #include "copy_kernels.h"
 #include "copy_load.h"
 #include "gpu_settings.h"
+#include "poll_wait.h"
 
 #include <algorithm>
 #include <atomic>
@@ -56,17 +57,10 @@ constexpr int kMaxParts = 1 << 14;
 constexpr int kMaxThreads = 64;               // GPUAES_COPY_THREADS is capped here
 constexpr int kDefaultMax = 8;                // default: min(8, cores / 2) threads exist
 // Idle workers, and an owner waiting for the workers' last parts, poll this
-// long before they sleep.  A sleeping worker wakes tens of microseconds late
-// (futex wake-up and scheduling; 10-40 us here, bench/probe/copy_latency.cpp
-// "pool cold"), the time of one to two 256 KiB parts at ~12 GB/s.  Spinning
-// about as long as a wake-up costs is spin-then-block's usual bound (never
-// more than twice the CPU of the better choice).  50 us, as pipeline.cu's
-// owner: there, on the H200 at 64 MiB, sleeping after 10 us of polling lost
-// 4-15 % against polling, after 50 us 0-6 %.  It was 500 us after every part
-// and 100 us after a job: `openssl speed`, which divides by the process's
-// CPU time, charged those spins to gpuaes (H200, 64 MiB CTR: 0.313 CPU s/GB
-// against the default provider's 0.187).
-constexpr std::chrono::microseconds kSpin(50);
+// long before they sleep (poll_wait.h).  A sleeping worker wakes 10-40 us
+// late here (bench/probe/copy_latency.cpp "pool cold"), the time of one to
+// two 256 KiB parts at ~12 GB/s.
+constexpr std::chrono::microseconds kSpin = kPollBeforeSleep;
 // The load rule (copy_workers_for), re-sampled at most this often.
 constexpr int64_t kSampleNs = 50'000'000;
 
@@ -111,15 +105,6 @@ int64_t now_ns()
 {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-inline void cpu_relax()
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
 }
 
 void queue_push(CopyTask *t) // g_lock held

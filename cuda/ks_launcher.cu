@@ -29,6 +29,7 @@
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
 #include "ks_state.h"
+#include "poll_wait.h"
 
 namespace gpuaes {
 namespace ks {
@@ -205,9 +206,7 @@ bool wait_copied(gpuaes_ks_window *w)
 {
     const auto t0 = std::chrono::steady_clock::now();
     for (unsigned i = 1; !w->copied.load(std::memory_order_acquire); ++i) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        cpu_relax();
         if ((i & 63) != 0 || std::chrono::steady_clock::now() - t0 < kSpin) continue;
         CudaGuest guest(true);
         auto d = kNapMin;

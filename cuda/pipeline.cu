@@ -15,6 +15,7 @@
 #include "gpu_state.h"
 #include "gpuaes_counter.h"
 #include "pipeline_ghash.h"
+#include "poll_wait.h"
 #include "staging_config.h"
 
 namespace gpuaes {
@@ -26,11 +27,8 @@ constexpr size_t kKeystreamAhead = 2; // CTR keystream chunks on the GPU at once
 // notice a finished chunk) barely notices, long enough that the callback's
 // set-up (a re-init of the default provider's context) is noise.
 constexpr size_t kCpuPiece = size_t(256) << 10;
-// With nothing to do, poll this long before sleeping.  A chunk's stage takes
-// tens to hundreds of microseconds and a sleeper wakes tens of microseconds
-// late; measured at 64 MiB, 1 thread (H200, share off): 10 us lost 4-15 %
-// against polling (ECB 38.9 -> 35.9 GB/s), 50 us 0-6 % (CTR 48.8, ECB 37.9).
-constexpr int64_t kSpinNs = 50 * 1000;
+// With nothing to do, poll this long before sleeping (poll_wait.h).
+constexpr int64_t kSpinNs = std::chrono::duration_cast<std::chrono::nanoseconds>(kPollBeforeSleep).count();
 
 // Length of chunk i of a job, `rem` bytes of it not yet in a chunk.  The
 // chunks ramp up from `first`, doubling, to the buffer size `cap`, and down
@@ -140,13 +138,6 @@ class Pipeline {
     Flight &flight_of(size_t i) { return fl_[i % (size_t)nlanes_]; }
     size_t off_of(size_t i) const { return fl_[i % (size_t)nlanes_].off; }
     size_t len_of(size_t i) const { return fl_[i % (size_t)nlanes_].n; }
-
-    static void cpu_relax()
-    {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
 
     // Chunk i failed: it and every later chunk stop where they are.  After
     // a fatal error no stream may be queried again: only chunks already

@@ -165,6 +165,7 @@ static uint64_t per_byte(uint64_t ns, size_t len)
 int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)
 {
     uint64_t cpu, gpu, now, until = atomic_load_explicit(&backoff_until, memory_order_relaxed);
+    unsigned users;
     int busy;
 
     if (prov->offload_min_set)
@@ -176,9 +177,10 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     gpu = atomic_load_explicit(&gpu_est[kind][size_class(len)], memory_order_relaxed);
     if (cpu == 0)
         return 0;                      /* measure the CPU first */
+    users = gpu_users(now);
     busy = atomic_load_explicit(&inflight, memory_order_relaxed);
-    if ((unsigned)busy < gpu_users(now))
-        busy = (int)gpu_users(now);
+    if ((unsigned)busy < users)
+        busy = (int)users;
     if (gpu == 0 || atomic_load_explicit(&gpu_samples[kind][size_class(len)],
                                          memory_order_relaxed) < WARM)
         return busy == 0 ? to_gpu(now) : 0; /* a first job, alone: it includes one-time costs */
