@@ -19,7 +19,11 @@
  *                  <  len * cpu_ns(kind, keylen)
  *
  * busy: the GPU jobs in flight now, or the other threads that sent it work
- * in the last ACTIVE_NS if more (gpu_users).
+ * in the last ACTIVE_NS if more (gpu_users), plus the threads deciding at
+ * this moment: threads that decide together would otherwise all see an idle
+ * GPU, and a GCM message keeps the engine its first data chose.  A thread
+ * that decides for the GPU stamps itself before it leaves the decision, so
+ * the next one counts it either way.
  *
  * The GPU path also takes CPU: the caller's core and the staging copy
  * threads (two host copies per byte outside CTR).  On the H200 machine, with
@@ -62,6 +66,9 @@ static _Atomic uint64_t gpu_est[OFFLOAD_KINDS][CLASSES];
 static _Atomic unsigned gpu_samples[OFFLOAD_KINDS][CLASSES];
 static _Atomic unsigned declined[OFFLOAD_KINDS];
 static _Atomic int inflight;                               /* GPU jobs now, all threads */
+static _Atomic unsigned deciding;                          /* threads inside a decision now (a
+                                                              fork during one leaves the child
+                                                              counting one more: only cautious) */
 static _Atomic uint64_t backoff_until, backoff_ns, backoffs;
 
 /* Threads making large calls: each thread stamps a slot of its own. */
@@ -104,11 +111,10 @@ static unsigned gpu_users(uint64_t now)
 }
 
 /* This thread sends (or is about to send) the GPU a job. */
-static int to_gpu(uint64_t now)
+static void to_gpu(uint64_t now)
 {
     if (active_slot >= 0)
         atomic_store_explicit(&gpu_seen[active_slot], now, memory_order_relaxed);
-    return 1;
 }
 
 static int cores_busy(uint64_t now)
@@ -162,11 +168,26 @@ static uint64_t per_byte(uint64_t ns, size_t len)
     return v > 0 ? v : 1;              /* 0 means "not measured" */
 }
 
+/* Sooner on the GPU, shared `busy` more ways, than on the CPU? */
+static int gpu_sooner(offload_kind kind, size_t len, uint64_t cpu, unsigned busy)
+{
+    uint64_t gpu = atomic_load_explicit(&gpu_est[kind][size_class(len)], memory_order_relaxed);
+
+    if (gpu == 0 || atomic_load_explicit(&gpu_samples[kind][size_class(len)],
+                                         memory_order_relaxed) < WARM)
+        return busy == 0;              /* a first job, alone: it includes one-time costs */
+    if (gpu * (uint64_t)(1 + busy) < cpu)
+        return 1;
+    /* Look again now and then: the GPU may have become faster. */
+    return busy == 0 && atomic_fetch_add_explicit(&declined[kind], 1, memory_order_relaxed)
+                            % EXPLORE == EXPLORE - 1;
+}
+
 int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)
 {
-    uint64_t cpu, gpu, now, until = atomic_load_explicit(&backoff_until, memory_order_relaxed);
-    unsigned users;
-    int busy;
+    uint64_t cpu, now, until = atomic_load_explicit(&backoff_until, memory_order_relaxed);
+    unsigned busy, users;
+    int jobs, go;
 
     if (prov->offload_min_set)
         return 1;
@@ -174,22 +195,18 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     if ((until != 0 && now < until) || cores_busy(now))
         return 0;
     cpu = atomic_load_explicit(&cpu_est[kind][key_index(keylen)], memory_order_relaxed);
-    gpu = atomic_load_explicit(&gpu_est[kind][size_class(len)], memory_order_relaxed);
     if (cpu == 0)
         return 0;                      /* measure the CPU first */
+    /* acq_rel: a thread that enters after another left sees its stamp. */
+    busy = atomic_fetch_add_explicit(&deciding, 1, memory_order_acq_rel);
     users = gpu_users(now);
-    busy = atomic_load_explicit(&inflight, memory_order_relaxed);
-    if ((unsigned)busy < users)
-        busy = (int)users;
-    if (gpu == 0 || atomic_load_explicit(&gpu_samples[kind][size_class(len)],
-                                         memory_order_relaxed) < WARM)
-        return busy == 0 ? to_gpu(now) : 0; /* a first job, alone: it includes one-time costs */
-    if (gpu * (uint64_t)(1 + busy) < cpu)
-        return to_gpu(now);
-    if (busy == 0 && atomic_fetch_add_explicit(&declined[kind], 1, memory_order_relaxed) % EXPLORE
-                         == EXPLORE - 1)
-        return to_gpu(now);            /* look again: the GPU may have become faster */
-    return 0;
+    jobs = atomic_load_explicit(&inflight, memory_order_relaxed);
+    busy += jobs > (int)users ? (unsigned)jobs : users;
+    go = gpu_sooner(kind, len, cpu, busy);
+    if (go)
+        to_gpu(now);
+    atomic_fetch_sub_explicit(&deciding, 1, memory_order_acq_rel);
+    return go;
 }
 
 void dispatch_cpu_done(offload_kind kind, size_t keylen, size_t len, uint64_t ns)
@@ -205,7 +222,7 @@ int dispatch_gpu_begin(void)
     uint64_t now = dispatch_now_ns();
 
     (void)active_threads(now);
-    (void)to_gpu(now);
+    to_gpu(now);
     return atomic_fetch_add_explicit(&inflight, 1, memory_order_relaxed);
 }
 
