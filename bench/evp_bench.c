@@ -101,6 +101,7 @@ typedef struct {
     unsigned long long seed;
     int plan_only;
     int require_gpu;
+    int counters;
 } options;
 
 static void die(const char *fmt, ...)
@@ -137,6 +138,7 @@ static void usage(FILE *f)
         "  --provider-path DIR  where gpuaes.so is (default: $GPUAES_MODULE_DIR, else the build dir)\n"
         "  --seed N             PRNG seed for keys, IVs and data (default: from the clock)\n"
         "  --require-gpu        exit 1 unless gpuaes reports a usable GPU (gpu-available = 1)\n"
+        "  --counters           per row, gpuaes's counters over the row on stdout ('# counters' lines)\n"
         "  --plan               print the plan and a lower bound of the run time, then exit\n"
         "  --list               print the cipher names and exit\n"
         "Presets set defaults; explicit options win whatever their position.\n"
@@ -372,6 +374,10 @@ static void parse_options(options *o, int argc, char **argv)
             o->require_gpu = 1;
             continue;
         }
+        if (strcmp(a, "--counters") == 0) {
+            o->counters = 1;
+            continue;
+        }
         if (i + 1 >= argc)
             die("unknown option or missing value: %s (see --help)", a);
         const char *v = argv[++i];
@@ -520,6 +526,41 @@ static int gpuaes_counter(const char *key, uint64_t *v)
         return 0;
     }
     return 1;
+}
+
+/* --counters: gpuaes's counters around one row.  All but gpu-memory (bytes
+ * held now: a level) are totals, so the row's figure is the difference. */
+static const char *const ROW_COUNTERS[] = {
+    "gpu-bytes", "gpu-errors", "gpu-backoffs", "gpu-memory-refusals", "gpu-memory-oom", "gpu-memory",
+};
+#define NROW_COUNTERS (sizeof(ROW_COUNTERS) / sizeof(ROW_COUNTERS[0]))
+
+typedef struct {
+    uint64_t v[NROW_COUNTERS];
+    int ok[NROW_COUNTERS];
+} counter_snap;
+
+static void counters_snap(counter_snap *c)
+{
+    for (size_t i = 0; i < NROW_COUNTERS; i++)
+        c->ok[i] = gpuaes_counter(ROW_COUNTERS[i], &c->v[i]);
+}
+
+/* One line: "# counters CIPHER DIR UPDATE_BYTES THREADS: key=value ..." ('-': not reported). */
+static void counters_print(const counter_snap *c0, const counter_snap *c1, const char *cipher, int enc,
+                           size_t size, int nthreads)
+{
+    printf("# counters %s %s %zu %d:", cipher, enc ? "enc" : "dec", size, nthreads);
+    for (size_t i = 0; i < NROW_COUNTERS; i++) {
+        const int level = strcmp(ROW_COUNTERS[i], "gpu-memory") == 0;
+        if (!c0->ok[i] || !c1->ok[i])
+            printf(" %s=-", ROW_COUNTERS[i]);
+        else
+            printf(" %s=%llu", ROW_COUNTERS[i],
+                   (unsigned long long)(level ? c1->v[i] : c1->v[i] - c0->v[i]));
+    }
+    printf("\n");
+    fflush(stdout);
 }
 
 static void describe_provider(OSSL_PROVIDER *prov, const char *label)
@@ -1058,6 +1099,12 @@ int main(int argc, char **argv)
                                  need / 1073741824.0, o.max_mem_gib);
                     } else if (!have_cipher) {
                         snprintf(tr->res.skip, sizeof(tr->res.skip), "cipher not fetched from every provider");
+                    } else if (o.counters && g_prov_gpuaes != NULL) {
+                        counter_snap c0, c1;
+                        counters_snap(&c0);
+                        run_row(&o, &r, &tr->res);
+                        counters_snap(&c1);
+                        counters_print(&c0, &c1, ci->name, r.enc, r.size, r.nthreads);
                     } else {
                         run_row(&o, &r, &tr->res);
                     }
