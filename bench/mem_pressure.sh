@@ -4,7 +4,7 @@
 # device memory until at most that many MiB are free and holds it; evp_bench
 # then measures both providers side by side (AES-128-CTR enc, AES-256-ECB dec;
 # updates 1M, 64M; threads 1, 16), with gpuaes's memory counters per row.
-# Target 0 = no hog (the control).  Builds nothing; ~60 s on the H200.
+# Target 0 = no hog (the control).  Builds nothing; ~50-60 s on the H200.
 #
 #   cmake --build build --target gpuaes evp_bench gpu_hog
 #   bash bench/mem_pressure.sh --build-dir build --out DIR [--free-mib N ...]
