@@ -1,9 +1,11 @@
 // gpu_hog.cu - "another process holds most of the GPU's device memory"
 // (issue 13): allocates and touches device memory until cudaMemGetInfo
 // reports at most --free-mib MiB free, says so on stdout, and holds it until
-// its stdin closes or it gets SIGTERM/SIGINT.  bench/mem_pressure.sh drives it.
+// its stdin closes, it gets SIGTERM/SIGINT, or --max-seconds pass (so that a
+// hog whose driver died never keeps the GPU for long).
+// bench/mem_pressure.sh drives it.
 //
-//   gpu_hog [--free-mib N] [--device D]      (N default 559, D default 0)
+//   gpu_hog [--free-mib N] [--device D] [--max-seconds S]   (559, 0, 900)
 //
 // stdout: one line, "gpu_hog: ready free_mib=<free now> held_mib=<held>",
 // flushed; everything else goes to stderr.  Exit status: 0 after a normal
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include <poll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cuda_runtime.h>
@@ -34,10 +37,19 @@ volatile sig_atomic_t g_stop = 0;
 
 void on_signal(int) { g_stop = 1; }
 
+constexpr const char kUsage[] = "usage: gpu_hog [--free-mib N] [--device D] [--max-seconds S]\n";
+
 [[noreturn]] void usage_exit(const char *why)
 {
-    std::fprintf(stderr, "gpu_hog: %s\nusage: gpu_hog [--free-mib N] [--device D]\n", why);
+    std::fprintf(stderr, "gpu_hog: %s\n%s", why, kUsage);
     std::exit(2);
+}
+
+double now_s()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
 long parse_nonneg(const char *opt, const char *s)
@@ -59,12 +71,18 @@ size_t free_bytes()
     return f;
 }
 
-// Blocks until stdin reaches EOF (or errors) or a signal asks us to stop.
-// poll with a timeout, so a signal between the check and the wait is seen.
-void wait_for_release()
+// Blocks until stdin reaches EOF (or errors), a signal asks us to stop, or
+// max_s pass.  poll with a timeout, so a signal between the check and the
+// wait is seen.
+void wait_for_release(double max_s)
 {
     char buf[256];
+    const double end = now_s() + max_s;
     while (!g_stop) {
+        if (now_s() >= end) {
+            std::fprintf(stderr, "gpu_hog: --max-seconds %.0f passed: releasing\n", max_s);
+            return;
+        }
         struct pollfd p = {STDIN_FILENO, POLLIN, 0};
         int n = poll(&p, 1, 200);
         if (n < 0) {
@@ -86,10 +104,10 @@ void wait_for_release()
 
 int main(int argc, char **argv)
 {
-    long target_mib = 559, device = 0;
+    long target_mib = 559, device = 0, max_s = 900;
     for (int i = 1; i < argc; i++) {
         if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
-            std::printf("usage: gpu_hog [--free-mib N] [--device D]\n");
+            std::fputs(kUsage, stdout);
             return 0;
         }
         if (i + 1 >= argc) usage_exit("missing value or unknown option");
@@ -97,6 +115,8 @@ int main(int argc, char **argv)
             target_mib = parse_nonneg(argv[i], argv[i + 1]);
         else if (std::strcmp(argv[i], "--device") == 0)
             device = parse_nonneg(argv[i], argv[i + 1]);
+        else if (std::strcmp(argv[i], "--max-seconds") == 0)
+            max_s = parse_nonneg(argv[i], argv[i + 1]);
         else
             usage_exit("unknown option");
         i++;
@@ -166,7 +186,7 @@ int main(int argc, char **argv)
     std::printf("gpu_hog: ready free_mib=%zu held_mib=%zu\n", f / kMiB, held_bytes / kMiB);
     std::fflush(stdout);
 
-    wait_for_release();
+    wait_for_release(double(max_s));
     for (void *q : held) CK(cudaFree(q));
     std::fprintf(stderr, "gpu_hog: released %zu MiB\n", held_bytes / kMiB);
     return 0;

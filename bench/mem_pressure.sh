@@ -29,6 +29,7 @@ sizes=1M,64M
 threads=1,16
 ready_timeout=60
 evp_timeout=150
+hog_max_s=900   # the hog lets go by itself after this, should we be killed
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}" >&2; exit 2; }
 die2() { echo "mem_pressure: $*" >&2; exit 2; }
@@ -129,9 +130,9 @@ start_hog() {
   local t=$1 i line rc
   rm -f "$tmp/hog.in" "$tmp/hog.out"
   mkfifo "$tmp/hog.in"
-  "$hog" --free-mib "$t" <"$tmp/hog.in" >"$tmp/hog.out" 2>"$tmp/hog.err" &
+  "$hog" --free-mib "$t" --max-seconds "$hog_max_s" <"$tmp/hog.in" >"$tmp/hog.out" 2>"$tmp/hog.err" &
   hog_pid=$!
-  sleep 86400 >"$tmp/hog.in" &
+  sleep "$hog_max_s" >"$tmp/hog.in" &
   keep_pid=$!
   for ((i = 0; i < ready_timeout * 10; i++)); do
     line=$(grep -m1 '^gpu_hog: ready' "$tmp/hog.out" || true)
@@ -283,6 +284,7 @@ for t in "${targets[@]}"; do
       echo "target $t MiB, $cell: $(describe_path "$t" "$base.txt")" >>"$meta"
     fi
     grep '^# gpuaes gpu' "$base.txt" | sed "s/^# /target $t MiB, $cell: /" >>"$meta" || true
+    grep -q '^libcrypto' "$meta" || sed -n 's/^# OpenSSL /libcrypto (evp_bench): /p' "$base.txt" >>"$meta"
   done
 
   if [ "$t" -gt 0 ]; then
