@@ -109,7 +109,7 @@ free_now() {
   echo "date: $(date -u +%FT%TZ)"
   echo "command: ${argv[*]}"
   echo "host: $(uname -n), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
-  echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
+  echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv,noheader 2>&1 | head -1)"
   echo "openssl (CLI): $(openssl version 2>&1 || echo none)"
   if [ -n "${GPUAES_COMMIT:-}" ]; then c=$GPUAES_COMMIT
   else c=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown); fi
