@@ -174,10 +174,12 @@ extern "C" gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
             return ok(e, what);
         };
         w->cap = cap;
-        good = alloc(cudaHostAlloc((void **)&w->host, cap, cudaHostAllocDefault), "cudaHostAlloc");
-        if (!good) w->host = nullptr;
-        if (good) good = alloc(cudaMalloc(&w->dev, cap), "cudaMalloc");
+        // Device memory first: where another process holds it, the attempt
+        // fails before pinning host pages (milliseconds) for nothing.
+        good = alloc(cudaMalloc(&w->dev, cap), "cudaMalloc");
         if (!good) w->dev = nullptr;
+        if (good) good = alloc(cudaHostAlloc((void **)&w->host, cap, cudaHostAllocDefault), "cudaHostAlloc");
+        if (!good) w->host = nullptr;
         if (good) good = ok(cudaEventCreateWithFlags(&w->ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");
         if (!good) w->ev = nullptr;
         if (oom) mem_alloc_failed();

@@ -40,6 +40,9 @@ inline size_t lane_host_bytes(const StagingConfig &c) { return lane_frags_offset
 
 // Device bytes per lane: din | dout | dgh.
 inline size_t dmem_bytes() { return 2 * config().chunk + kGhashBytes; }
+// Device memory a slot leaves free for the context's own needs (kernel
+// launches, the keystream windows): a slot is not made into the last of it.
+constexpr size_t kDeviceHeadroom = size_t(64) << 20;
 
 struct Lane {
     cudaStream_t stream = nullptr;
