@@ -135,6 +135,17 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
                       uint64_t ns);
 uint64_t dispatch_backoffs(void);
 
+/* in[0, inlen) and out[0, outlen) share bytes without starting at the same
+ * address.  The GPU paths read and write in chunks, so such calls (which the
+ * default provider serves in its own byte order) stay on the CPU; in-place
+ * calls (out == in) do not overlap partially. */
+static inline int gpuaes_overlap_partial(const void *in, size_t inlen, const void *out, size_t outlen)
+{
+    const uintptr_t i = (uintptr_t)in, o = (uintptr_t)out;
+    if (in == NULL || out == NULL || i == o || inlen == 0 || outlen == 0) return 0;
+    return i < o ? o - i < inlen : i - o < outlen;
+}
+
 /* A GPU keystream failure: error queue, debug log, gpu-errors (the bytes are done on the CPU). */
 void offload_report_failure(const char *what, const char *error);
 
