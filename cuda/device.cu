@@ -7,9 +7,11 @@
 // which the layer makes on its own.  gpuaes_gpu_available() never blocks.
 // The provider (provider/offload.c, offload_gpu_up) starts the GPU only once
 // the process has done gpu_start_bytes of work the GPU could take, and the
-// call that crosses that mark waits for the start-up (gpuaes_gpu_wait): an
-// exit during start-up must join the thread (below), which a short process
-// cannot afford.  A process that never crosses it never touches CUDA.
+// call that crosses that mark waits for the start-up (gpuaes_gpu_wait).  A
+// process that never crosses it never touches CUDA.
+//
+// Exit: quiesce_at_exit() below, run by module_exit.h before any other exit
+// handler of the module (the CUDA runtime's teardown among them).
 //
 // Fork: CUDA cannot be used in a child forked after the parent initialised
 // it (the driver state is not duplicated; calls may fail or hang).  A
@@ -34,8 +36,9 @@
 #include "fault.h"
 #include "gpu_settings.h"
 #include "gpu_state.h"
-#include "gpuaes_atexit.h"
 #include "gpuaes_gpu.h"
+#include "layer_gate.h"
+#include "module_exit.h"
 #include "pdl.cuh"
 
 namespace gpuaes {
@@ -78,6 +81,7 @@ void on_fork_child()
     if (g_init_state.load() == kInitRunning) g_init_state.store(kInitDone);
     staging_atfork_child();
     keystream_atfork_child();
+    layer_atfork_child();
 }
 
 void register_atfork_once()
@@ -87,47 +91,63 @@ void register_atfork_once()
         pthread_atfork(nullptr, nullptr, on_fork_child);
 }
 
-// Register at load time, so a fork() before the first use is covered too.
-struct AtforkAtLoad {
-    AtforkAtLoad() { register_atfork_once(); }
-} g_atfork_at_load;
-
-void at_exit_release()
-{
-    g_exiting.store(true); // new jobs get BUSY from now on
-    // The final release (gpu_state.h): threads joined (this also runs at
-    // dlclose of the module), slots and windows wiped and freed except
-    // those other threads still use.  Nothing in a forked child of a CUDA
-    // user: it keeps off everything of the GPU layer.
-    gpu_resources_release(true);
-}
-
-// Exit while the GPU starts.  The process's exit handlers run in reverse
-// order of registration: the static CUDA runtime's teardown and OpenSSL's
-// (which unloads providers) were registered before the start-up began, so
-// they run after stop_init_at_exit(), registered when it began.  That
-// handler tells the init thread to stop at its next step (do_init checks
-// between CUDA calls) and joins it, so that no CUDA call is under way when
-// the runtime tears itself down.  Not joining was tried: 'openssl enc' on the
-// H200 then crashed at exit 198 times in 200, with the module kept mapped
-// too (-z nodelete): the thread came back from the driver into runtime state
-// torn down meanwhile.  The wait is at most the CUDA call in progress (cold
-// cuInit: ~0.2 s); dispatch starts the GPU only in a process that has done
-// enough work for it to pay (offload_gpu_up in provider/offload.c).
 std::atomic<bool> g_process_exiting{false};
 
 bool exit_began() { return g_process_exiting.load(std::memory_order_relaxed); }
 
-void stop_init_at_exit()
+// How long exit waits for CUDA calls under way (the init thread's, jobs'):
+// the call in progress is at most a cold cuInit or a context creation
+// (0.2-0.9 s, GPU_FACTS.md), a job's chunk far less.
+constexpr int64_t kExitWaitNs = int64_t(2) * 1000 * 1000 * 1000;
+
+// Joins t unless the monotonic clock passes `until` first.
+bool join_until(pthread_t t, int64_t until)
 {
-    g_process_exiting.store(true);
-    if (g_child_after_cuda.load()) return;
+    for (;;) {
+        if (pthread_tryjoin_np(t, nullptr) == 0) return true;
+        if (mono_ns() >= until) return false;
+        const timespec step{0, 1000 * 1000};
+        nanosleep(&step, nullptr);
+    }
+}
+
+// The module's first exit handler (module_exit.h), at exit or dlclose,
+// whatever the order in which the CUDA runtime and OpenSSL registered
+// theirs.  Stops the start-up at its next step (do_init checks between CUDA
+// calls) and waits for it, closes the layer to new jobs and waits for those
+// under way, then gives back what the layer holds.  Every wait is bounded:
+// a thread still inside CUDA after kExitWaitNs makes the answer false, and
+// module_exit then skips the runtime's teardown (run under a thread inside
+// the runtime, it hung or crashed the process on the H200) and keeps the
+// module mapped.  True: nothing of CUDA is under way or to come.
+bool quiesce_at_exit()
+{
+    g_process_exiting.store(true); // start_init starts nothing from now on
+    if (g_child_after_cuda.load()) return false; // the parent's CUDA: not one call, no teardown
+    const int64_t until = mono_ns() + kExitWaitNs;
     pthread_mutex_lock(&g_init_lock);
     const bool join = g_init_joinable;
     g_init_joinable = false;
     pthread_mutex_unlock(&g_init_lock);
-    if (join) pthread_join(g_init_thread, nullptr);
+    if (join && !join_until(g_init_thread, until)) return false;
+    if (!g_cuda_touched.load()) return true;
+    g_exiting.store(true); // gpuaes_gpu_available() answers 0: new jobs get BUSY
+    const bool quiet = layer_close(until);
+    // Threads joined, slots and windows wiped and freed except those other
+    // threads still use (gpu_state.h).
+    gpu_resources_release(true);
+    return quiet && !keystream_in_use();
 }
+
+// At load: fork() before the first use is covered too, and the module's
+// exit order is in place before the CUDA runtime registers anything.
+struct AtLoad {
+    AtLoad()
+    {
+        register_atfork_once();
+        module_exit_install(quiesce_at_exit);
+    }
+} g_at_load;
 
 void do_init()
 {
@@ -196,10 +216,6 @@ void do_init()
     g_device = dev;
     g_cc = prop.major * 10 + prop.minor;
     g_usable = true;
-    // Wipe the staging buffers at exit, before the CUDA runtime's own
-    // teardown (registered earlier, so it runs later).
-    static std::atomic<bool> registered{false};
-    if (!registered.exchange(true)) gpuaes_atexit([](void *) { at_exit_release(); }, nullptr);
 }
 
 void finish_init()
@@ -230,8 +246,6 @@ void start_init()
     register_atfork_once();
     pthread_mutex_lock(&g_init_lock);
     if (g_init_state.load(std::memory_order_relaxed) == kInitNone && !exit_began()) {
-        static bool registered = false; // under g_init_lock
-        if (!registered) registered = gpuaes_atexit([](void *) { stop_init_at_exit(); }, nullptr) == 0;
         g_init_state.store(kInitRunning, std::memory_order_relaxed);
         // The init thread takes no signals: they are the application's.
         sigset_t all, old;
@@ -366,7 +380,7 @@ extern "C" void gpuaes_gpu_shutdown(void)
 {
     using namespace gpuaes;
     // A forked child keeps off the parent's resources; at exit,
-    // at_exit_release() gave them back already, and the CUDA runtime may be
+    // quiesce_at_exit() gave them back already, and the CUDA runtime may be
     // gone: no CUDA call here.
     if (g_child_after_cuda.load() || exit_began()) return;
     pthread_mutex_lock(&g_init_lock);

@@ -78,6 +78,9 @@ bool staging_trim(int64_t now, int64_t idle);
 void staging_release(bool final);
 bool keystream_trim(int64_t now, int64_t idle);
 void keystream_release(bool final);
+// A window's owner is still in a call on it or has it pinned (after the
+// final release: one it left alone).
+bool keystream_in_use();
 
 } // namespace gpuaes
 

@@ -9,6 +9,7 @@
 #include "cuda_guest.h"
 #include "gpuaes_counter.h"
 #include "gpuaes_gpu.h"
+#include "layer_gate.h"
 #include "pipeline.h"
 #include "slot_pool.h"
 
@@ -83,6 +84,11 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
         return;
     }
 
+    LayerUse inside; // exit waits for this job to leave CUDA (layer_gate.h)
+    if (!inside.ok()) {
+        job->status = GPUAES_BUSY; // the process is exiting: the CPU does it
+        return;
+    }
     CudaGuest guest; // the caller's context current again, and its error state as found, on return
     if (!guest.ok()) {
         job->status = GPUAES_BUSY;

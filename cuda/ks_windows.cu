@@ -431,3 +431,14 @@ void keystream_atfork_child()
     pthread_mutex_init(&g_submit, nullptr);
 }
 } // namespace gpuaes
+
+bool gpuaes::keystream_in_use()
+{
+    if (cuda_forbidden()) return false;
+    pthread_mutex_lock(&g_lock);
+    bool busy = false;
+    if (g_all != nullptr)
+        for (const gpuaes_ks_window *w : *g_all) busy |= w->busy.load() != 0;
+    pthread_mutex_unlock(&g_lock);
+    return busy;
+}

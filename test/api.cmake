@@ -86,6 +86,12 @@ target_link_libraries(test_startup PRIVATE api_util)
 gpuaes_test(NAME startup COMMAND test_startup LABELS gpu TIMEOUT 120
   ENV "GPUAES_OFFLOAD_MIN_BYTES=65536;GPUAES_EMU_INIT_MS=1500")
 
+# exit() while other threads' updates start the GPU and run on it: every
+# child exits with status 0, none hangs (20 runs of each program here; the
+# soak of 1000 each: bench/probe/exit_soak.sh).
+gpuaes_test_program(test_exit_race test_exit_race.c)
+gpuaes_test(NAME exit_race COMMAND test_exit_race 20 2 LABELS gpu TIMEOUT 300)
+
 # Unload gives back what the provider took: 200 load/use/unload cycles, no
 # growth of threads, open files, RSS or (NVML) device memory.
 gpuaes_test_program(test_unload test_unload.c)
