@@ -24,7 +24,7 @@
 
 #include "testutil.h"
 
-#define HANG_MS 20000   /* a child still running this long after its exit() is hung */
+#define HANG_MS 10000   /* a child still running this long after its exit() is hung */
 #define MIB ((size_t)1 << 20)
 
 static EVP_CIPHER *child_cipher[2];
