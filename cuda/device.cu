@@ -132,7 +132,7 @@ bool quiesce_at_exit()
     if (join && !join_until(g_init_thread, until)) return false;
     if (!g_cuda_touched.load()) return true;
     g_exiting.store(true); // gpuaes_gpu_available() answers 0: new jobs get BUSY
-    const bool quiet = layer_close(until);
+    const bool quiet = layer_close(until - mono_ns());
     // Threads joined, slots and windows wiped and freed except those other
     // threads still use (gpu_state.h).
     gpu_resources_release(true);

@@ -3,9 +3,8 @@
 #include "layer_gate.h"
 
 #include <atomic>
-#include <ctime>
-
-#include "gpu_state.h"
+#include <chrono>
+#include <thread>
 
 namespace gpuaes {
 namespace {
@@ -28,14 +27,14 @@ bool layer_enter()
 
 void layer_leave() { g_inside.fetch_sub(1); }
 
-bool layer_close(int64_t until)
+bool layer_close(int64_t wait_ns)
 {
     g_closed.store(true);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait_ns);
     for (;;) {
         if (g_inside.load() == 0) return true;
-        if (mono_ns() >= until) return false;
-        const timespec step{0, 1000 * 1000}; // 1 ms: a job's chunk is shorter
-        nanosleep(&step, nullptr);
+        if (std::chrono::steady_clock::now() >= until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1)); // a job's chunk is shorter
     }
 }
 

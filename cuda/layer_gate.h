@@ -12,9 +12,9 @@ namespace gpuaes {
 bool layer_enter();
 void layer_leave();
 
-// Closes the layer for good and waits until no thread is inside or the
-// monotonic clock (mono_ns) passes `until`: true when none is left.
-bool layer_close(int64_t until);
+// Closes the layer for good and waits up to wait_ns for the threads inside
+// to leave: true when none is left.
+bool layer_close(int64_t wait_ns);
 
 // In a forked child: the parent's threads are not there.
 void layer_atfork_child();
