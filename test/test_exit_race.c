@@ -11,6 +11,7 @@
  *        test_exit_race --child ctr|mix DELAY_US
  * The children load the providers into the default library context, whose
  * OpenSSL exit handler unloads them, as an application's would. */
+#define _GNU_SOURCE
 #include <openssl/evp.h>
 #include <openssl/provider.h>
 #include <pthread.h>
