@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -164,8 +165,15 @@ void do_init()
     g_cuda_touched.store(true); // from here on a forked child must keep off CUDA
     if (exit_began()) return;
     CudaInitGuest guest; // context and error state as found at every return (harmless on our own thread)
+    // libcuda registers exit handlers of its own when it is loaded and when
+    // it initialises: the module's must stay newer, to run first (the
+    // runtime's dlopen of it later only counts a reference).
+    (void)dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    module_exit_register_again();
+    if (exit_began()) return;
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
+    module_exit_register_again();
     if (e != cudaSuccess) {
         std::snprintf(g_desc, sizeof g_desc, "no usable GPU: %s", cudaGetErrorString(e));
         return;
@@ -230,6 +238,7 @@ void *init_thread_main(void *)
 {
     const auto t0 = std::chrono::steady_clock::now();
     do_init();
+    module_exit_register_again(); // after every library the start-up loaded
     if (g_usable) { // how long the start-up took, for the description
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const size_t n = std::strlen(g_desc);

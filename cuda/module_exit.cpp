@@ -40,8 +40,11 @@ void keep_mapped()
         (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
+std::atomic<bool> g_ran{false};
+
 void run_module_exit(void *)
 {
+    if (g_ran.exchange(true)) return;
     const QuiesceFn quiesce = g_quiesce.load();
     const bool quiet = quiesce == nullptr || quiesce();
     if (!quiet) keep_mapped();
@@ -89,6 +92,11 @@ void module_exit_install(QuiesceFn quiesce)
     pthread_mutex_lock(&g_lock);
     register_locked();
     pthread_mutex_unlock(&g_lock);
+}
+
+void module_exit_register_again()
+{
+    if (!g_ran.load()) (void)__real___cxa_atexit(run_module_exit, nullptr, &__dso_handle);
 }
 
 } // namespace gpuaes

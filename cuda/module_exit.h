@@ -24,6 +24,12 @@ using QuiesceFn = bool (*)();
 // handler is registered.
 void module_exit_install(QuiesceFn quiesce);
 
+// Registers the module's glibc handler once more, so that it runs before
+// the exit handlers other libraries registered so far (libcuda registers
+// its own when it is loaded and initialised).  It runs once however often
+// it is registered.
+void module_exit_register_again();
+
 } // namespace gpuaes
 
 #endif
