@@ -271,6 +271,43 @@ static int fb_update_timed(block_ctx *c, unsigned char *out, size_t *outl, size_
     return ok;
 }
 
+/* Ends keystream mode, the fallback at gpuaes's position (0: it could not be brought there). */
+static int ks_stop(block_ctx *c)
+{
+    int synced;
+
+    if (c->ks == NULL)
+        return 1;
+    synced = ks_sync_fb(c);
+    ks_end(c);
+    update_gpu_min(c);
+    return synced;
+}
+
+/*
+ * Input and output share bytes without lining up.  The GPU paths (whole jobs
+ * in chunks, the caller's share from the job's end, keystream XOR) read and
+ * write in another order than the default provider, so such a call gets the
+ * fallback's bytes, from the true position.  ECB/CBC put the held bytes'
+ * output first: input byte k comes out at out + nheld + k, so "in place" is
+ * out + nheld == in there (and out == in with bytes held is not).  nheld
+ * is mirrored whenever the GPU may take the update.
+ */
+static int overlap_partial(const block_ctx *c, const unsigned char *out,
+                           const unsigned char *in, size_t inl)
+{
+    uintptr_t o = (uintptr_t)out + (buffers_blocks(c) ? c->nheld : 0);
+
+    return gpuaes_overlap_partial(in, inl, (const void *)o, inl);
+}
+
+static __attribute__((noinline, cold)) int update_overlapping(block_ctx *c, unsigned char *out,
+                                                              size_t *outl, size_t outsize,
+                                                              const unsigned char *in, size_t inl)
+{
+    return ks_stop(c) && block_fb_update(c, out, outl, outsize, in, inl);
+}
+
 /* Everything but the plainest update: the GPU, or mirroring the fallback's buffer. */
 static int update_plain(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
                         const unsigned char *in, size_t inl)
@@ -291,6 +328,8 @@ static __attribute__((noinline)) int update_offload(block_ctx *c, unsigned char 
     size_t fast = c->hot_set - c->hot_max;    /* bytes that went the fast way since set_hot */
     int r;
 
+    if (overlap_partial(c, out, in, inl))
+        return update_overlapping(c, out, outl, outsize, in, inl);
     if (c->ks != NULL)
         return ks_update(c, out, outl, outsize, in, inl);
     if (c->ramp_left != SIZE_MAX) {
@@ -340,19 +379,6 @@ int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     }
     c->hot_max -= inl;
     return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
-}
-
-/* Ends keystream mode, the fallback at gpuaes's position (0: it could not be brought there). */
-static int ks_stop(block_ctx *c)
-{
-    int synced;
-
-    if (c->ks == NULL)
-        return 1;
-    synced = ks_sync_fb(c);
-    ks_end(c);
-    update_gpu_min(c);
-    return synced;
 }
 
 int block_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)

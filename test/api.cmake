@@ -166,3 +166,12 @@ gpuaes_test(NAME memcap_one COMMAND test_memcap --one LABELS gpu TIMEOUT 300
 gpuaes_test_program(test_mix test_mix.c)
 target_link_libraries(test_mix PRIVATE api_util)
 gpuaes_test(NAME mix_gpu COMMAND test_mix LABELS gpu TIMEOUT 600 ENV "GPUAES_GPU_START_BYTES=0")
+
+# Partially overlapping input and output: the default provider's bytes, in
+# place still on the GPU; whole jobs, and CTR streams in keystream mode.
+gpuaes_test_program(test_overlap test_overlap.c)
+target_link_libraries(test_overlap PRIVATE api_util)
+gpuaes_test(NAME overlap_gpu COMMAND test_overlap --gpu LABELS gpu TIMEOUT 600
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
+gpuaes_test(NAME overlap_keystream_gpu COMMAND test_overlap --gpu --keystream LABELS gpu TIMEOUT 600
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=1M;GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=64K;GPUAES_KEYSTREAM_TOTAL_BYTES=1M")
