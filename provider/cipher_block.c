@@ -168,6 +168,27 @@ static void note_params_failed(block_ctx *c, const OSSL_PARAM params[])
 }
 
 /*
+ * num >= 16 for CFB and CTR: the default provider of OpenSSL 3.0 takes it and
+ * then indexes its block with it (out of bounds; CFB with 17 crashes), and the
+ * GPU path would take num % 16.  gpuaes refuses it before applying anything,
+ * at init or set_params.  ECB and CBC do not use num: the default provider's
+ * answer stands.
+ */
+static int num_refused(const block_ctx *c, const OSSL_PARAM params[])
+{
+    const OSSL_PARAM *p;
+    unsigned int num;
+
+    if (params == NULL || buffers_blocks(c)
+        || (p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_NUM)) == NULL
+        || !OSSL_PARAM_get_uint(p, &num) || num < BLOCK)
+        return 0;                     /* a value it cannot read: the fallback's error */
+    ERR_raise_data(ERR_LIB_PROV, ERR_R_PASSED_INVALID_ARGUMENT,
+                   "gpuaes: num %u is not below the block size (16)", num);
+    return 1;
+}
+
+/*
  * A failed init may have done part of its work in the fallback: the default
  * provider sets the direction and empties its buffer first, then takes the
  * IV, the key, the parameters.  GPU updates wait for the next successful init
@@ -200,6 +221,8 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
 {
     OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? c->fb->einit : c->fb->dinit;
 
+    if (num_refused(c, params))
+        return 0;
     /* The fallback's "original IV" is overwritten by every re-synchronisation,
      * so a re-init that keeps the IV (CBC/CFB restart from it) gets ours.
      * (ASSUME_REINIT_RESTORES_IV) */
@@ -442,6 +465,8 @@ int block_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     block_ctx *c = vctx;
 
+    if (num_refused(c, params))
+        return 0;
     if (c->ks != NULL && params != NULL && params[0].key != NULL) {
         /* e.g. a new num: the position is the fallback's again. */
         int synced = ks_sync_fb(c);
