@@ -96,7 +96,7 @@ static void layout_case(const char *name, int enc, size_t len, long d, size_t fi
     EVP_CIPHER_CTX *x[2];
     size_t o1 = 0, o2 = 0, rest = len - first;
     uintptr_t in2, out2;
-    uint64_t g0 = u64_param("gpu-bytes") + u64_param("cpu-share-bytes"), g1;
+    uint64_t g0, g1;
     int buffered = strstr(name, "ECB") || strstr(name, "CBC");
     char what[160];
 
