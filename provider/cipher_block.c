@@ -168,6 +168,27 @@ static void note_params_failed(block_ctx *c, const OSSL_PARAM params[])
 }
 
 /*
+ * num >= 16 for CFB and CTR: the default provider of OpenSSL 3.0 takes it and
+ * then indexes its block with it (out of bounds; CFB with 17 crashes), and the
+ * GPU path would take num % 16.  gpuaes refuses it before applying anything,
+ * at init or set_params.  ECB and CBC do not use num: the default provider's
+ * answer stands.
+ */
+static int num_refused(const block_ctx *c, const OSSL_PARAM params[])
+{
+    const OSSL_PARAM *p;
+    unsigned int num;
+
+    if (params == NULL || buffers_blocks(c)
+        || (p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_NUM)) == NULL
+        || !OSSL_PARAM_get_uint(p, &num) || num < BLOCK)
+        return 0;                     /* a value it cannot read: the fallback's error */
+    ERR_raise_data(ERR_LIB_PROV, ERR_R_PASSED_INVALID_ARGUMENT,
+                   "gpuaes: num %u is not below the block size (16)", num);
+    return 1;
+}
+
+/*
  * A failed init may have done part of its work in the fallback: the default
  * provider sets the direction and empties its buffer first, then takes the
  * IV, the key, the parameters.  GPU updates wait for the next successful init
@@ -200,6 +221,8 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
 {
     OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? c->fb->einit : c->fb->dinit;
 
+    if (num_refused(c, params))
+        return 0;
     /* The fallback's "original IV" is overwritten by every re-synchronisation,
      * so a re-init that keeps the IV (CBC/CFB restart from it) gets ours.
      * (ASSUME_REINIT_RESTORES_IV) */
@@ -271,6 +294,43 @@ static int fb_update_timed(block_ctx *c, unsigned char *out, size_t *outl, size_
     return ok;
 }
 
+/* Ends keystream mode, the fallback at gpuaes's position (0: it could not be brought there). */
+static int ks_stop(block_ctx *c)
+{
+    int synced;
+
+    if (c->ks == NULL)
+        return 1;
+    synced = ks_sync_fb(c);
+    ks_end(c);
+    update_gpu_min(c);
+    return synced;
+}
+
+/*
+ * Input and output share bytes without lining up.  The GPU paths (whole jobs
+ * in chunks, the caller's share from the job's end, keystream XOR) read and
+ * write in another order than the default provider, so such a call gets the
+ * fallback's bytes, from the true position.  ECB/CBC put the held bytes'
+ * output first: input byte k comes out at out + nheld + k, so "in place" is
+ * out + nheld == in there (and out == in with bytes held is not).  nheld
+ * is mirrored whenever the GPU may take the update.
+ */
+static int overlap_partial(const block_ctx *c, const unsigned char *out,
+                           const unsigned char *in, size_t inl)
+{
+    uintptr_t o = (uintptr_t)out + (buffers_blocks(c) ? c->nheld : 0);
+
+    return gpuaes_overlap_partial(in, inl, (const void *)o, inl);
+}
+
+static __attribute__((noinline, cold)) int update_overlapping(block_ctx *c, unsigned char *out,
+                                                              size_t *outl, size_t outsize,
+                                                              const unsigned char *in, size_t inl)
+{
+    return ks_stop(c) && block_fb_update(c, out, outl, outsize, in, inl);
+}
+
 /* Everything but the plainest update: the GPU, or mirroring the fallback's buffer. */
 static int update_plain(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
                         const unsigned char *in, size_t inl)
@@ -291,6 +351,8 @@ static __attribute__((noinline)) int update_offload(block_ctx *c, unsigned char 
     size_t fast = c->hot_set - c->hot_max;    /* bytes that went the fast way since set_hot */
     int r;
 
+    if (overlap_partial(c, out, in, inl))
+        return update_overlapping(c, out, outl, outsize, in, inl);
     if (c->ks != NULL)
         return ks_update(c, out, outl, outsize, in, inl);
     if (c->ramp_left != SIZE_MAX) {
@@ -340,19 +402,6 @@ int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     }
     c->hot_max -= inl;
     return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
-}
-
-/* Ends keystream mode, the fallback at gpuaes's position (0: it could not be brought there). */
-static int ks_stop(block_ctx *c)
-{
-    int synced;
-
-    if (c->ks == NULL)
-        return 1;
-    synced = ks_sync_fb(c);
-    ks_end(c);
-    update_gpu_min(c);
-    return synced;
 }
 
 int block_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
@@ -416,6 +465,8 @@ int block_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     block_ctx *c = vctx;
 
+    if (num_refused(c, params))
+        return 0;
     if (c->ks != NULL && params != NULL && params[0].key != NULL) {
         /* e.g. a new num: the position is the fallback's again. */
         int synced = ks_sync_fb(c);

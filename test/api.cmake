@@ -4,7 +4,7 @@ add_library(api_util STATIC api_util.c)
 target_link_libraries(api_util PUBLIC testutil OpenSSL::Crypto)
 
 gpuaes_test_program(test_params test_params.c test_params_pv.c test_params_ctx.c test_params_gcm.c
-  test_params_fuzz.c)
+  test_params_fuzz.c test_params_num.c)
 target_link_libraries(test_params PRIVATE api_util)
 gpuaes_test(NAME params COMMAND test_params TIMEOUT 120)
 gpuaes_test(NAME params_nogpu COMMAND test_params TIMEOUT 120
@@ -172,3 +172,12 @@ gpuaes_test(NAME memcap_one COMMAND test_memcap --one LABELS gpu TIMEOUT 300
 gpuaes_test_program(test_mix test_mix.c)
 target_link_libraries(test_mix PRIVATE api_util)
 gpuaes_test(NAME mix_gpu COMMAND test_mix LABELS gpu TIMEOUT 600 ENV "GPUAES_GPU_START_BYTES=0")
+
+# Partially overlapping input and output: the default provider's bytes, in
+# place still on the GPU; whole jobs, and CTR streams in keystream mode.
+gpuaes_test_program(test_overlap test_overlap.c)
+target_link_libraries(test_overlap PRIVATE api_util)
+gpuaes_test(NAME overlap_gpu COMMAND test_overlap --gpu LABELS gpu TIMEOUT 600
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
+gpuaes_test(NAME overlap_keystream_gpu COMMAND test_overlap --gpu --keystream LABELS gpu TIMEOUT 600
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=1M;GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=64K;GPUAES_KEYSTREAM_TOTAL_BYTES=1M")

@@ -2,7 +2,7 @@
  * test_params.c - gpuaes must look exactly like the default provider's AES to
  * an application: cipher parameters, flags, names and aliases, parameter
  * lists; plus sane provider parameters and the openssl.cnf setting.
- * The context-level checks live in test_params_ctx.c.
+ * The context-level checks live in test_params_ctx.c, num in test_params_num.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "test_params.h"
@@ -380,6 +380,7 @@ int main(int argc, char **argv)
     check_names(&env);
     params_ctx_tests(&env);
     params_fuzz_tests(&env);
+    params_num_tests(&env);
     check_gpu_accounting(&env);
     test_env_close(&env);
     return test_report("params");

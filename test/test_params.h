@@ -25,8 +25,10 @@ void pv_print(const char *who, const pval *v);
 int pv_ctx_differences(EVP_CIPHER_CTX *x0, EVP_CIPHER_CTX *x1,
                        void (*report)(const char *key, void *arg), void *arg);
 
-/* The context-level checks (test_params_ctx.c) and random API sequences (test_params_fuzz.c). */
+/* The context-level checks (test_params_ctx.c), random API sequences (test_params_fuzz.c)
+ * and the num parameter (test_params_num.c). */
 void params_ctx_tests(test_env *env);
 void params_fuzz_tests(test_env *env);
+void params_num_tests(test_env *env);
 
 #endif
