@@ -327,8 +327,9 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
                 return 0;
             return gcm_engine_stash_aad(c, in, inl);
         }
-        /* The first data decides; the dispatcher is asked last (it counts). */
-        if (inl == 0 || !gpu_possible(c)
+        /* The first data decides; the dispatcher is asked last (it counts).
+         * Partly overlapping buffers: the default provider's bytes. */
+        if (inl == 0 || !gpu_possible(c) || gpuaes_overlap_partial(in, inl, out, inl)
             || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl)) {
             /* Refused (no key yet, output too small): the message has not
              * started, the IV stays buffered and a later key may still take it. */
