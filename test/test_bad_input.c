@@ -297,7 +297,8 @@ static void gcm_follow(EVP_CIPHER_CTX *x, const unsigned char *in, size_t len, i
 
 /* GCM set_params that default applies in part, then refuses (issue 19 item 2):
  * n 0: [ivlen 16, a bad tlsivfixed]; 1: [ivlen 16, tlsaad not an octet string];
- * 2 (decrypting): [the right tag, ivlen 0]. */
+ * 2 (decrypting): [the right tag, ivlen 0]; 3: n 0's as an init's params, after
+ * data. */
 static int c_gcm_params_partial(EVP_CIPHER_CTX *x, const EVP_CIPHER *c, const case_arg *a,
                                 unsigned char *out, size_t *outl, int *err)
 {
@@ -306,9 +307,9 @@ static int c_gcm_params_partial(EVP_CIPHER_CTX *x, const EVP_CIPHER *c, const ca
     size_t l16 = 16, l0 = 0, notaad = 13;
     OSSL_PARAM p[3] = { OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &l16), OSSL_PARAM_END,
                         OSSL_PARAM_END };
-    int r;
+    int r, n = 0;
 
-    if (a->n == 0)
+    if (a->n == 0 || a->n == 3)
         p[1] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, fixed, 2);
     else if (a->n == 1)
         p[1] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, &notaad);
@@ -316,10 +317,14 @@ static int c_gcm_params_partial(EVP_CIPHER_CTX *x, const EVP_CIPHER *c, const ca
         p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, good, 16);
         p[1] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &l0);
     }
-    if (!EVP_CipherInit_ex2(x, c, key, iv, a->enc, NULL))
+    if (!EVP_CipherInit_ex2(x, c, key, iv, a->enc, NULL)
+        || (a->n == 3 && !EVP_CipherUpdate(x, out, &n, in, (int)a->len)))
         return -1;
-    CALL(EVP_CIPHER_CTX_set_params(x, p));
-    *outl = 0;
+    if (a->n == 3)
+        CALL(EVP_CipherInit_ex2(x, NULL, NULL, NULL, a->enc, p));
+    else
+        CALL(EVP_CIPHER_CTX_set_params(x, p));
+    *outl = (size_t)n;
     gcm_follow(x, in, a->len, a->enc, out, outl);
     return r;
 }
@@ -485,11 +490,11 @@ int main(int argc, char **argv)
     for_ciphers(&env, API_NCIPHERS - 3, API_NCIPHERS - 1, "gcm after final", c_after_final,
                 after, 3, lens, 2, 3);
     {
-        static const int partial_params[] = { 0, 1, 2 }, null_in[] = { 0, 1, 2 };
+        static const int partial_params[] = { 0, 1, 2, 3 }, null_in[] = { 0, 1, 2 };
         uint64_t errors = test_gpu_errors(&env);
 
         for_ciphers(&env, API_NCIPHERS - 3, API_NCIPHERS - 1, "gcm params applied in part",
-                    c_gcm_params_partial, partial_params, 3, lens, 2, 3);
+                    c_gcm_params_partial, partial_params, 4, lens, 2, 3);
         for_ciphers(&env, API_NCIPHERS - 3, API_NCIPHERS - 1, "gcm update with in NULL",
                     c_gcm_null_in, null_in, 3, lens, 2, 3);
         CHECKF(test_gpu_errors(&env) == errors, "gcm: %llu GPU errors counted",
