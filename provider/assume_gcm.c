@@ -330,6 +330,60 @@ int check_GCM_CIPHER_FORMS(assume_run *r)
         && need(r, gcm_tag(&c, ta, BLOCK), "tag")
         && expect(r, memcmp(a, b, 40) == 0 && memcmp(ta, tb, BLOCK) == 0,
                   "GCM cipher(): the forms do not give update/final's result");
+    memset(ta, 0, sizeof(ta));
+    /* update: in NULL with a length is a final too */
+    ok = ok && need(r, init(&c, 1, K1, GIV), "init") && need(r, upd(&c, NULL, in, 13) == 13, "AAD")
+        && need(r, upd(&c, a, in, 40) == 40, "data")
+        && expect(r, c.fb->update(c.ctx, a, &outl, 40, NULL, 40) && outl == 0,
+                  "GCM update(): in NULL is not final")
+        && need(r, gcm_tag(&c, ta, BLOCK), "tag")
+        && expect(r, memcmp(ta, tb, BLOCK) == 0, "GCM update(): in NULL gives another tag");
     close_ctx(&c);
+    return ok;
+}
+
+int check_GCM_PARAMS_IN_ORDER(assume_run *r)
+{
+    unsigned char in[16], out[32], tag[BLOCK], t8[8] = "tag-8by", got[8];
+    unsigned char fixed[2] = { 1, 2 }, aad[13] = { 0 };
+    size_t ivlen = 16, zero = 0, taglen = 0;
+    OSSL_PARAM tag_iv0[3] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, t8, 8),
+                              OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &zero), OSSL_PARAM_END };
+    OSSL_PARAM iv16_fixed[3] = {
+        OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ivlen),
+        OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, fixed, 2), OSSL_PARAM_END };
+    OSSL_PARAM tlsaad[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, aad, 13),
+                             OSSL_PARAM_END };
+    OSSL_PARAM get[3] = { OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TAGLEN, &taglen),
+                          OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ivlen), OSSL_PARAM_END };
+    fbc c = { 0 }, d = { 0 }, e = { 0 };
+    int ok;
+
+    fill(in, sizeof(in), 23);
+    ERR_set_mark();
+    /* decrypting: the tag is taken before ivlen 0 is refused */
+    ok = open_init(r, &d, MODE_GCM, 0, K1, GIV)
+        && need(r, !d.fb->set_ctx_params(d.ctx, tag_iv0), "tag, ivlen 0 refused")
+        && need(r, d.fb->get_ctx_params(d.ctx, get), "taglen")
+        && expect(r, taglen == 8, "GCM: a tag before a refused ivlen was not taken");
+    /* ivlen is taken before a bad tlsivfixed is refused */
+    ivlen = 16;
+    ok = ok && open_init(r, &e, MODE_GCM, 1, K1, GIV)
+        && need(r, !e.fb->set_ctx_params(e.ctx, iv16_fixed), "ivlen, bad tlsivfixed refused")
+        && need(r, (ivlen = 0, e.fb->get_ctx_params(e.ctx, get)), "ivlen")
+        && expect(r, ivlen == 16, "GCM: an ivlen before a refused tlsivfixed was not taken");
+    /* encrypting: a refused tag overwrites the last tag; a refused 13-byte
+     * TLS AAD (length field below 8) leaves TLS mode on: data out of place fails */
+    ok = ok && gcm_finished(r, &c, 0, in, out, 16, tag)
+        && need(r, !gcm_set_tag(&c, t8, 8), "tag refused when encrypting")
+        && need(r, gcm_tag(&c, got, 8), "tag")
+        && expect(r, memcmp(got, t8, 8) == 0, "GCM: a refused tag did not overwrite the tag")
+        && need(r, init(&c, 1, NULL, GIV), "init")
+        && need(r, !c.fb->set_ctx_params(c.ctx, tlsaad), "short TLS AAD refused")
+        && expect(r, upd(&c, out, in, 16) == SIZE_MAX, "GCM: a refused 13-byte TLS AAD left no TLS mode");
+    ERR_pop_to_mark();
+    close_ctx(&c);
+    close_ctx(&d);
+    close_ctx(&e);
     return ok;
 }

@@ -20,6 +20,7 @@
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/params.h>
 #include <openssl/proverr.h>
 
@@ -87,6 +88,18 @@ void *gcm_dupctx(void *vctx)
     return c;
 }
 
+/* A different IV length voids the IV (the default provider then refuses
+ * data: ASSUME_GCM_IVLEN_VOIDS_IV). */
+static void set_ivlen(gcm_ctx *c, size_t sz)
+{
+    if (sz == c->ivlen)
+        return;
+    c->ivlen = sz;
+    c->iv_set = 0;
+    if (!(c->msg == MSG_GPU && c->g.finished))
+        c->msg = MSG_FALLBACK;
+}
+
 static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
 {
     const OSSL_PARAM *p;
@@ -100,20 +113,67 @@ static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
         c->tls = 1;
         c->msg = MSG_FALLBACK;
     }
-    /* A different IV length voids the IV (the default provider then refuses
-     * data: ASSUME_GCM_IVLEN_VOIDS_IV). */
     p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_IVLEN);
-    if (p != NULL && OSSL_PARAM_get_size_t(p, &sz) && sz != c->ivlen) {
-        c->ivlen = sz;
-        c->iv_set = 0;
-        if (!(c->msg == MSG_GPU && c->g.finished))
-            c->msg = MSG_FALLBACK;
-    }
+    if (p != NULL && OSSL_PARAM_get_size_t(p, &sz))
+        set_ivlen(c, sz);
     p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TAG);
     if (p != NULL && p->data != NULL && p->data_size <= BLOCK) {
         memcpy(c->tag, p->data, p->data_size);
         c->taglen = p->data_size;
         c->tag_ours = 0;              /* the fallback's tag buffer holds it too */
+    }
+}
+
+/*
+ * The fallback refused parameters part-way.  The default provider takes them
+ * in a fixed order, tag, ivlen, tlsaad, tlsivfixed, tlsivinv, each until one
+ * fails (ASSUME_GCM_PARAMS_IN_ORDER); what it kept is mirrored:
+ *  - a tag's bytes are copied before it is checked; decrypting, a tag of 1..16
+ *    bytes is taken;
+ *  - the IV length is read back (a new one voids the IV);
+ *  - a 13-byte TLS AAD reached puts the context in TLS mode even when its
+ *    length field is refused.  Other TLS parameters only keep the GPU away,
+ *    where the fallback holds the whole message.
+ */
+static void note_params_failed(gcm_ctx *c, const OSSL_PARAM params[])
+{
+    const OSSL_PARAM *p;
+    size_t sz = 0;
+    OSSL_PARAM q[2] = { OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &sz), OSSL_PARAM_END };
+    int reached = 1, tls;
+
+    ERR_set_mark();
+    if (c->fb->get_ctx_params(c->fbctx, q))
+        set_ivlen(c, sz);
+    ERR_pop_to_mark();
+    if (params == NULL)
+        return;
+    p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TAG);
+    if (p != NULL) {
+        int copied = p->data_type == OSSL_PARAM_OCTET_STRING && p->data != NULL
+                     && p->data_size <= BLOCK;
+
+        if (copied)
+            memcpy(c->tag, p->data, p->data_size);
+        reached = copied && !c->enc && p->data_size > 0;
+        if (reached) {
+            c->taglen = p->data_size;
+            c->tag_ours = 0;
+        }
+    }
+    p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_IVLEN);
+    if (p != NULL)
+        reached = reached && OSSL_PARAM_get_size_t(p, &sz) && sz == c->ivlen;
+    p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD);
+    tls = reached && p != NULL && p->data_type == OSSL_PARAM_OCTET_STRING
+          && p->data_size == EVP_AEAD_TLS1_AAD_LEN;
+    if (!(c->msg == MSG_GPU && !c->g.finished))
+        tls = tls || p != NULL
+              || OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED) != NULL
+              || OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV) != NULL;
+    if (tls) {
+        c->tls = 1;
+        c->msg = MSG_FALLBACK;
     }
 }
 
@@ -123,6 +183,44 @@ static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
 static int iv_buffered(const gcm_ctx *c)
 {
     return c->msg == MSG_UNDECIDED && c->naad == 0 && c->g.aadlen == 0;
+}
+
+static void take_key(gcm_ctx *c, const unsigned char *key)
+{
+    memcpy(c->key, key, c->var->keylen);
+    c->key_set = 1;
+    c->g.keyed = 0;
+    gpuaes_key_free(c->g.gpukey);
+    c->g.gpukey = NULL;
+}
+
+/*
+ * A failed init may have done part of its work in the fallback: the default
+ * provider sets the direction, takes an IV of 1..128 bytes, a key of its
+ * length, then the parameters (note_params_failed), until one fails.  A new
+ * IV or key leaves the message to the fallback, which holds all of it; an
+ * undecided one goes there too.
+ */
+static void init_failed(gcm_ctx *c, const unsigned char *key, size_t keylen,
+                        const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[], int enc)
+{
+    c->enc = enc;
+    if (c->msg == MSG_UNDECIDED)
+        c->msg = MSG_FALLBACK;
+    if (iv != NULL) {
+        if (ivlen == 0 || ivlen > sizeof(c->iv))
+            return;
+        c->iv_set = 0;                /* its length is read back below */
+        c->msg = MSG_FALLBACK;
+    }
+    if (key != NULL) {
+        if (keylen != c->var->keylen)
+            return;
+        take_key(c, key);
+        if (!(c->msg == MSG_GPU && c->g.finished))
+            c->msg = MSG_FALLBACK;
+    }
+    note_params_failed(c, params);
 }
 
 static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
@@ -145,19 +243,12 @@ static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
     }
 
     if (!init(c->fbctx, key, keylen, iv, ivlen, params)) {
-        /* It may have taken the key or IV before failing: an undecided
-         * message is all in the fallback, which now knows best. */
-        if (c->msg == MSG_UNDECIDED)
-            c->msg = MSG_FALLBACK;
+        init_failed(c, key, keylen, iv, ivlen, params, enc);
         return 0;
     }
     c->enc = enc;
     if (key != NULL) {
-        memcpy(c->key, key, c->var->keylen);
-        c->key_set = 1;
-        c->g.keyed = 0;
-        gpuaes_key_free(c->g.gpukey);
-        c->g.gpukey = NULL;
+        take_key(c, key);
         /* Re-keyed mid-message: the default provider's context carries on (a
          * finished message stays finished: no update or final without a new
          * IV).  Before the message's first AAD or data the default provider
@@ -210,6 +301,23 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
                                                    size_t outsize, const unsigned char *in,
                                                    size_t inl)
 {
+    if (in == NULL && inl > 0) {      /* a final, before any GPU decision: ASSUME_GCM_CIPHER_FORMS */
+        if (c->msg != MSG_GPU) {
+            c->msg = MSG_FALLBACK;
+            c->tag_ours = 0;
+            return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+        }
+        if (outsize < inl) {
+            ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
+            return 0;
+        }
+        *outl = 0;
+        if (c->g.finished || !gcm_engine_final(c)) {
+            ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
+            return 0;
+        }
+        return 1;
+    }
     switch (c->msg) {
     case MSG_FALLBACK:
         return fb_update_timed(c, out, outl, outsize, in, inl);
@@ -219,8 +327,9 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
                 return 0;
             return gcm_engine_stash_aad(c, in, inl);
         }
-        /* The first data decides; the dispatcher is asked last (it counts). */
-        if (inl == 0 || !gpu_possible(c)
+        /* The first data decides; the dispatcher is asked last (it counts).
+         * Partly overlapping buffers: the default provider's bytes. */
+        if (inl == 0 || !gpu_possible(c) || gpuaes_overlap_partial(in, inl, out, inl)
             || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl)) {
             /* Refused (no key yet, output too small): the message has not
              * started, the IV stays buffered and a later key may still take it. */
@@ -273,7 +382,7 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
 {
     gcm_ctx *c = vctx;
 
-    if (c->msg == MSG_FALLBACK && inl < DISPATCH_SAMPLE)
+    if (c->msg == MSG_FALLBACK && inl < DISPATCH_SAMPLE && in != NULL)
         return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
     return update_engine(c, out, outl, outsize, in, inl);
 }
@@ -302,6 +411,8 @@ int gcm_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
 
     if (c->msg != MSG_GPU) {
         c->msg = MSG_FALLBACK;
+        if (in == NULL)
+            c->tag_ours = 0;          /* the fallback's final makes the tag */
         return c->fb->cipher(c->fbctx, out, outl, outsize, in, inl);
     }
     if (in == NULL)
@@ -340,8 +451,10 @@ int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     gcm_ctx *c = vctx;
 
-    if (!c->fb->set_ctx_params(c->fbctx, params))
+    if (!c->fb->set_ctx_params(c->fbctx, params)) {
+        note_params_failed(c, params);
         return 0;
+    }
     note_params(c, params);
     return 1;
 }

@@ -105,7 +105,12 @@
  *   get_ctx_params leaves entries with keys it does not know untouched and
  *   does not fail for them.  gcm_get_ctx_params (renames the tag it answered).
  * ASSUME_GCM_CIPHER_FORMS (load)
- *   GCM's cipher function takes out NULL as AAD and in NULL as final.  gcm_cipher.
+ *   GCM's cipher function takes out NULL as AAD and in NULL as final; its
+ *   update takes in NULL with a length as final too.  gcm_cipher, update_engine.
+ * ASSUME_GCM_PARAMS_IN_ORDER (load)
+ *   A GCM set_ctx_params takes tag, ivlen, tlsaad, ... in that order until one
+ *   is refused, keeping those before; a refused tag's bytes overwrite the
+ *   tag, a refused 13-byte TLS AAD leaves TLS mode on.  note_params_failed.
  *
  * Considered and not listed (no wrong answer if they change): a re-init that
  * flips the ECB/CBC direction without a key keeps the schedule (gpu_capable
@@ -145,7 +150,8 @@
     X(GCM_IVLEN_VOIDS_IV, 1)                            \
     X(GCM_TAG_GET, 1)                                   \
     X(UNKNOWN_PARAMS_IGNORED, 1)                        \
-    X(GCM_CIPHER_FORMS, 1)
+    X(GCM_CIPHER_FORMS, 1)                              \
+    X(GCM_PARAMS_IN_ORDER, 1)
 
 typedef enum {
 #define ASSUME_ENUM(id, at_load) ASSUME_##id,

@@ -341,7 +341,8 @@ static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, si
  * block.  CPU-hashed ciphertext goes into the segment: when decrypting
  * before it is decrypted (in place it is overwritten), after encrypting.
  */
-int gcm_engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len)
+static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len,
+                         int gpu_ok)
 {
     static const unsigned char zero[BLOCK];
     size_t head = 0, mid, done = 0, total = len;
@@ -367,8 +368,8 @@ int gcm_engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, s
      * its pieces go to the GPU whenever it takes them: the engine's own CPU
      * path is slower than the default provider's stitched GCM, which cannot
      * take over in the middle of a message. */
-    if (mid >= BLOCK && mid >= c->prov->offload_min[OFFLOAD_GCM] && offload_possible(OFFLOAD_GCM)
-        && !gpu_piece(c, out, in, mid, &done))
+    if (gpu_ok && mid >= BLOCK && mid >= c->prov->offload_min[OFFLOAD_GCM]
+        && offload_possible(OFFLOAD_GCM) && !gpu_piece(c, out, in, mid, &done))
         return 0;
     /* The rest on the CPU: in[done..len) is untouched by the GPU piece. */
     if (!c->enc && !seg_feed(c, in + done, len - done))
@@ -386,6 +387,28 @@ int gcm_engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, s
         return 0;
     c->g.datalen += total;
     return 1;
+}
+
+/*
+ * Partly overlapping input and output (in place is not) stay on the CPU and
+ * read a copy of the input: the bytes of a memmove-like call.  The default
+ * provider gives those when out is below in; above it, its bytes depend on
+ * the order of its loads and stores (the message's first update goes to it
+ * and so gets them; a later one on this engine cannot).
+ */
+int gcm_engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len)
+{
+    unsigned char *copy;
+    int ok;
+
+    if (!gpuaes_overlap_partial(in, len, out, len))
+        return engine_update(c, out, in, len, 1);
+    if ((copy = OPENSSL_malloc(len)) == NULL)
+        return 0;
+    memcpy(copy, in, len);
+    ok = engine_update(c, out, copy, len, 0);
+    OPENSSL_clear_free(copy, len);
+    return ok;
 }
 
 int gcm_engine_final(gcm_ctx *c)
@@ -416,11 +439,13 @@ int gcm_engine_final(gcm_ctx *c)
      * ASSUME_GCM_FINISHED_UNTIL_IV, ASSUME_GCM_FAILED_FINAL_CONTINUES). */
     c->g.finished = ok;
     c->g.ghash_dead = !ok;
+    /* L * H gives H away; no final may follow, so Y and E_K(J0) go too */
     OPENSSL_cleanse(tag, sizeof(tag));
-    if (ok) {                         /* after a failed final, data may still flow */
-        OPENSSL_cleanse(&c->g.ek, sizeof(c->g.ek));
-        OPENSSL_cleanse(&c->g.y, sizeof(c->g.y));
-    }
+    OPENSSL_cleanse(l, sizeof(l));
+    OPENSSL_cleanse(c->g.y, sizeof(c->g.y));
+    OPENSSL_cleanse(c->g.ekj0, sizeof(c->g.ekj0));
+    if (ok)                           /* after a failed final, data may still flow */
+        OPENSSL_cleanse(c->g.ek, sizeof(c->g.ek));
     return ok;
 }
 

@@ -275,6 +275,81 @@ static int c_partial_nopad(EVP_CIPHER_CTX *x, const EVP_CIPHER *c, const case_ar
     return r;
 }
 
+/* GCM, after the interesting call: data, final, tag, each call's result
+ * appended to out so that run_case compares them call by call. */
+static void gcm_follow(EVP_CIPHER_CTX *x, const unsigned char *in, size_t len, int enc,
+                       unsigned char *out, size_t *outl)
+{
+    unsigned char t[16] = { 0 };
+    int n = 0, m = 0, r[3];
+
+    r[0] = EVP_CipherUpdate(x, out + *outl, &n, in, (int)len) > 0;
+    *outl += r[0] ? (size_t)n : 0;
+    r[1] = EVP_CipherFinal_ex(x, out + *outl, &m) > 0;
+    *outl += r[1] ? (size_t)m : 0;
+    r[2] = enc && EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG, 16, t) > 0;
+    for (int i = 0; i < 3; i++)
+        out[(*outl)++] = (unsigned char)r[i];
+    memcpy(out + *outl, t, 16);
+    *outl += 16;
+    ERR_clear_error();
+}
+
+/* GCM set_params that default applies in part, then refuses (issue 19 item 2):
+ * n 0: [ivlen 16, a bad tlsivfixed]; 1: [ivlen 16, tlsaad not an octet string];
+ * 2 (decrypting): [the right tag, ivlen 0]; 3: n 0's as an init's params, after
+ * data. */
+static int c_gcm_params_partial(EVP_CIPHER_CTX *x, const EVP_CIPHER *c, const case_arg *a,
+                                unsigned char *out, size_t *outl, int *err)
+{
+    unsigned char good[16], fixed[2] = { 1, 2 };
+    const unsigned char *in = a->enc ? plain : gcm_input(c, a->len, good);
+    size_t l16 = 16, l0 = 0, notaad = 13;
+    OSSL_PARAM p[3] = { OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &l16), OSSL_PARAM_END,
+                        OSSL_PARAM_END };
+    int r, n = 0;
+
+    if (a->n == 0 || a->n == 3)
+        p[1] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, fixed, 2);
+    else if (a->n == 1)
+        p[1] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, &notaad);
+    else {
+        p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, good, 16);
+        p[1] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &l0);
+    }
+    if (!EVP_CipherInit_ex2(x, c, key, iv, a->enc, NULL)
+        || (a->n == 3 && !EVP_CipherUpdate(x, out, &n, in, (int)a->len)))
+        return -1;
+    if (a->n == 3)
+        CALL(EVP_CipherInit_ex2(x, NULL, NULL, NULL, a->enc, p));
+    else
+        CALL(EVP_CIPHER_CTX_set_params(x, p));
+    *outl = (size_t)n;
+    gcm_follow(x, in, a->len, a->enc, out, outl);
+    return r;
+}
+
+/* GCM update with in NULL and a length: a final for default (issue 19 item 3).
+ * n 0: first thing after init; 1: after data; 2: out NULL too (the AAD form). */
+static int c_gcm_null_in(EVP_CIPHER_CTX *x, const EVP_CIPHER *c, const case_arg *a,
+                         unsigned char *out, size_t *outl, int *err)
+{
+    unsigned char good[16];
+    const unsigned char *in = a->enc ? plain : gcm_input(c, a->len, good);
+    int n = 0, r;
+
+    if (!EVP_CipherInit_ex2(x, c, key, iv, a->enc, NULL)
+        || (a->n == 1 && !EVP_CipherUpdate(x, out, &n, in, (int)a->len))
+        || (!a->enc && EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_SET_TAG, 16, good) <= 0))
+        return -1;
+    *outl = (size_t)n;
+    n = -1;
+    CALL(EVP_CipherUpdate(x, a->n == 2 ? NULL : out + *outl, &n, NULL, (int)a->len));
+    out[(*outl)++] = (unsigned char)n;
+    gcm_follow(x, in, a->len, a->enc, out, outl);
+    return r;
+}
+
 /* ---- NULL output with a non-GCM cipher: default crashes, so gpuaes runs alone, in a child ---- */
 
 static void null_output(test_env *env)
@@ -414,6 +489,17 @@ int main(int argc, char **argv)
                 c_final_no_tag, zero, 1, lens, 2, 2);
     for_ciphers(&env, API_NCIPHERS - 3, API_NCIPHERS - 1, "gcm after final", c_after_final,
                 after, 3, lens, 2, 3);
+    {
+        static const int partial_params[] = { 0, 1, 2, 3 }, null_in[] = { 0, 1, 2 };
+        uint64_t errors = test_gpu_errors(&env);
+
+        for_ciphers(&env, API_NCIPHERS - 3, API_NCIPHERS - 1, "gcm params applied in part",
+                    c_gcm_params_partial, partial_params, 4, lens, 2, 3);
+        for_ciphers(&env, API_NCIPHERS - 3, API_NCIPHERS - 1, "gcm update with in NULL",
+                    c_gcm_null_in, null_in, 3, lens, 2, 3);
+        CHECKF(test_gpu_errors(&env) == errors, "gcm: %llu GPU errors counted",
+               (unsigned long long)(test_gpu_errors(&env) - errors));
+    }
     for_ciphers(&env, 0, API_NCIPHERS - 1, "update without key", c_no_key, zero, 1, lens, 2, 3);
     for_ciphers(&env, 0, 5, "bad padding at final", c_bad_padding, zero, 1, lens, 2, 2);
     for_ciphers(&env, 0, 5, "partial block, padding off", c_partial_nopad, zero, 1, partial, 2, 3);

@@ -185,6 +185,120 @@ static void one(test_env *env, int ci, size_t pi, size_t ai, size_t ii, int inpl
     EVP_CIPHER_free(d);
 }
 
+/*
+ * Partly overlapping input and output (issue 19 item 4), layout as given:
+ * in = buf + base; p0 > 0: a first update of p0 bytes in place; then p1 bytes
+ * from in + p0 to in + p0 + off (copy: from a copy of them, the bytes of a
+ * memmove-like call); final (decrypting: with tag), encrypting: tag out.
+ * Returns the final's result, -1 if an earlier call failed.  *gpu: GPU bytes
+ * the first update made.
+ */
+static int overlap_run(test_env *env, const EVP_CIPHER *c, int enc, const unsigned char *key,
+                       const unsigned char *iv, unsigned char *buf, size_t base, size_t p0,
+                       size_t p1, long off, int copy, unsigned char tag[16], uint64_t *gpu)
+{
+    EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+    unsigned char *in = buf + base, *src = in + p0, *tmp = NULL, dummy[16];
+    uint64_t before = test_gpu_bytes(env);
+    int n, ok;
+
+    ok = x != NULL && EVP_CipherInit_ex2(x, c, key, iv, enc, NULL)
+        && (p0 == 0 || EVP_CipherUpdate(x, in, &n, in, (int)p0));
+    *gpu = test_gpu_bytes(env) - before;
+    if (ok && copy && (tmp = malloc(p1)) != NULL)
+        src = memcpy(tmp, src, p1);
+    ok = ok && (!copy || tmp != NULL)
+        && EVP_CipherUpdate(x, in + p0 + off, &n, src, (int)p1) && (size_t)n == p1
+        && (enc || EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_SET_TAG, 16, tag) > 0);
+    if (ok) {
+        ok = EVP_CipherFinal_ex(x, dummy, &n) > 0;
+        if (ok && enc && EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG, 16, tag) <= 0)
+            ok = -1;
+    } else {
+        ok = -1;
+    }
+    ERR_clear_error();
+    free(tmp);
+    EVP_CIPHER_CTX_free(x);
+    return ok;
+}
+
+/* gpuaes against default for one layout.  The first update alone overlapping
+ * goes to default: its bytes, whatever they are.  A later one on gpuaes's
+ * engine gives the memmove-like bytes, which are default's when out is below
+ * in (checked) and are the right encryption either way.  engine: 1 the
+ * message is on gpuaes's engine after p0 bytes, 0 on default's, -1 unknown
+ * (the dispatcher decides); gpu: the GPU must have taken the first update. */
+static void overlap_case(test_env *env, int ci, int enc, size_t p0, size_t p1, long off, int engine,
+                         int gpu_req)
+{
+    EVP_CIPHER *c[2] = { api_fetch(env, names[ci], "default"), api_fetch(env, names[ci], "gpuaes") };
+    size_t len = p0 + p1, base = (size_t)(off < 0 ? -off : off) + 64, size = 2 * base + len;
+    unsigned char key[32], iv[12], tag0[16], *data = malloc(len), *start = malloc(size);
+    unsigned char *b[3] = { malloc(size), malloc(size), malloc(size) }, t[3][16];
+    int r[3];
+    uint64_t gpu[3];
+    size_t outl;
+
+    test_rand_bytes(key, sizeof(key));
+    test_rand_bytes(iv, sizeof(iv));
+    test_rand_bytes(start, size);
+    test_rand_bytes(data, len);
+    if (!enc)                         /* default's encryption of data, and its tag */
+        TEST_CHECK(api_crypt(c[0], 1, key, iv, NULL, 0, data, len, start + base, &outl, tag0, 1));
+    else
+        memcpy(start + base, data, len);
+    for (int k = 0; k < 3; k++) {     /* default same layout, default memmove-like, gpuaes */
+        memcpy(b[k], start, size);
+        memcpy(t[k], tag0, 16);
+        r[k] = overlap_run(env, c[k == 2], enc, key, iv, b[k], base, p0, p1, off, k == 1, t[k], &gpu[k]);
+    }
+    {
+        /* which default result gpuaes owes: the memmove-like one once the
+         * message is on its engine */
+        int want = p0 > 0 && engine == 1;
+
+        if (p0 > 0 && engine == -1 && (r[2] != r[0] || memcmp(b[2], b[0], size) != 0))
+            want = 1;
+        CHECKF(!gpu_req || p0 == 0 || gpu[2] > 0, "%s overlap: the first update did not reach the GPU",
+               names[ci]);
+        CHECKF(r[2] == r[want] && memcmp(b[2], b[want], size) == 0
+                   && (!enc || r[2] != 1 || memcmp(t[2], t[want], 16) == 0),
+               "%s %s p0 %zu p1 %zu out = in %+ld: gpuaes (final %d) differs from default%s (final %d)",
+               names[ci], enc ? "enc" : "dec", p0, p1, off, r[2], want ? ", memmove-like," : "",
+               r[want]);
+        if (p0 > 0 && off < 0)        /* out below in: default's bytes are the memmove-like ones */
+            CHECKF(r[0] == r[1] && r[0] == 1 && memcmp(b[0], b[1], size) == 0,
+                   "%s p0 %zu p1 %zu out = in %+ld: default not memmove-like", names[ci], p0, p1, off);
+    }
+    for (int k = 0; k < 3; k++)
+        free(b[k]);
+    free(data);
+    free(start);
+    EVP_CIPHER_free(c[0]);
+    EVP_CIPHER_free(c[1]);
+}
+
+static void overlap_tests(test_env *env, int engine, int gpu_req)
+{
+    static const size_t shapes[][2] = {   /* p0, p1 */
+        { 0, 100 }, { 0, 4096 + 5 }, { 0, MiB + 16 }, { 0, 3 * MiB + 5 },
+        { MiB + 16, 100 }, { MiB + 5, 4096 + 5 }, { MiB + 16, MiB + 16 }, { MiB + 5, 2 * MiB + 7 },
+    };
+    static const long offs[] = { 1, 16, 4080, (long)MiB + 16, -1, -16, -4080 };
+
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+        for (size_t o = 0; o < sizeof(offs) / sizeof(offs[0]); o++) {
+            size_t p1 = shapes[s][1], d = (size_t)(offs[o] < 0 ? -offs[o] : offs[o]);
+
+            if (d >= p1)              /* no overlap */
+                continue;
+            for (int enc = 1; enc >= 0; enc--)
+                overlap_case(env, (int)((s + o) % 3), enc, shapes[s][0], p1, offs[o], engine,
+                             gpu_req);
+        }
+}
+
 int main(int argc, char **argv)
 {
     test_env env;
@@ -216,6 +330,10 @@ int main(int argc, char **argv)
             one(&env, ci, pi, pi % 2 ? 4 : 0, 0, (int)pi);   /* AAD 0 or 17 bytes */
             fixed_key = fixed_iv = NULL;
         }
+    /* GPU-sized first updates: on gpuaes's engine when the threshold is set and
+     * the GPU runs GCM, on default's without a GPU for GCM */
+    overlap_tests(&env, !test_gpu_available(&env) || no_gcm ? 0
+                        : getenv("GPUAES_OFFLOAD_MIN_BYTES") != NULL ? 1 : -1, gpu);
     if (gpu)
         TEST_CHECK(test_gpu_bytes(&env) > before);   /* the GPU path really ran */
     if (no_gcm)
