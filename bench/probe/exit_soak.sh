@@ -3,6 +3,8 @@
 # test_startup children exiting at random delays 0..400 ms after starting it, and
 # `openssl enc` of 1 MiB (the keystream ramp starts the GPU, the process ends at once).
 # Counts non-zero exits, wrong outputs and exits slower than 100 ms past the delay.
+# Then test_exit_race's two programs (exit() while other threads' updates start
+# the GPU and run on it), RUNS children each, 4 at a time.
 # usage: bash bench/probe/exit_soak.sh BUILD_DIR [RUNS]
 set -u
 b=$(cd "$1" && pwd); n=${2:-200}
@@ -26,3 +28,4 @@ done
 e=$(date +%s%N); g=$(( (e - s) / n / 1000 ))
 s=$(date +%s%N); for i in $(seq "$n"); do openssl enc -aes-256-ctr -K $K -iv $IV -in /tmp/soak.in -out /tmp/soak.ref; done; e=$(date +%s%N)
 echo "openssl enc 1 MiB: $n runs, $bad non-zero, $wrong wrong outputs; $g us each (default provider $(( (e - s) / n / 1000 )) us)"
+GPUAES_MODULE_DIR=$b "$b/test/test_exit_race" "$n" 4 | tail -3
