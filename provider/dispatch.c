@@ -42,7 +42,7 @@
  * tried again ("explored") by time, not by call count, either way: once its
  * estimate is EXPLORE_MIN_NS old and either older than the kind's explore
  * gap or sampled under a load (threads making large calls) at least twice
- * or half today's.  One thread explores at a time (a CAS on the estimate's
+ * or half today's (and twice as old as the last explore call took).  One thread explores at a time (a CAS on the estimate's
  * time).  An explore sample FAR off its estimate replaces it (a fresh look
  * at a stale estimate); one that agrees doubles the gap (EXPLORE_MIN_NS ..
  * EXPLORE_MAX_NS, and at least EXPLORE_COST times the explore call's own
@@ -88,6 +88,7 @@ typedef struct estimate {
 static estimate cpu_est[OFFLOAD_KINDS][3];                 /* per key size: 128, 192, 256 */
 static estimate gpu_est[OFFLOAD_KINDS][CLASSES];
 static _Atomic uint64_t explore_gap[OFFLOAD_KINDS];        /* 0: EXPLORE_MIN_NS */
+static _Atomic uint64_t explore_ns[OFFLOAD_KINDS];         /* the last explore call's time */
 static _Thread_local int exploring = -1;                   /* kind * 2 + path of this thread's
                                                               explore call, until its sample */
 static _Atomic int inflight;                               /* GPU jobs now, all threads */
@@ -255,6 +256,7 @@ static void sample(offload_kind kind, int path, estimate *e, uint64_t v, uint64_
         if (gap < EXPLORE_COST * ns)
             gap = EXPLORE_COST * ns;
         atomic_store_explicit(&explore_gap[kind], gap, memory_order_relaxed);
+        atomic_store_explicit(&explore_ns[kind], ns, memory_order_relaxed);
     }
 }
 
@@ -275,8 +277,10 @@ static int explore_due(offload_kind kind, estimate *e, uint64_t now, unsigned ac
 
     if (at >= now || now - at < EXPLORE_MIN_NS)
         return 0;
+    /* A load that keeps changing costs at most a third of the time. */
     if (now - at < load_u64(&explore_gap[kind])
-        && !load_changed(atomic_load_explicit(&e->load, memory_order_relaxed), active))
+        && (now - at < 2 * load_u64(&explore_ns[kind])
+            || !load_changed(atomic_load_explicit(&e->load, memory_order_relaxed), active)))
         return 0;
     return atomic_compare_exchange_strong_explicit(&e->at, &at, now, memory_order_relaxed,
                                                    memory_order_relaxed);
@@ -353,7 +357,6 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
 
         if (exploring == (int)kind * 2 + 1)
             exploring = -1;            /* no sample: the estimate stays claimed for a gap */
-
         b = b == 0 ? BACKOFF_MIN_NS : b * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : b * 2;
         atomic_store(&backoff_ns, b);
         atomic_store(&backoff_until, now + b);
@@ -376,6 +379,8 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
         unsigned n = atomic_fetch_add_explicit(&e->samples, 1, memory_order_relaxed);
 
         sample(kind, 1, e, per_byte(ns, len) / share + 1, now, active, n < 2 * WARM, ns);
+    } else if (exploring == (int)kind * 2 + 1) {
+        exploring = -1;                /* a partial job: no sample */
     }
 }
 

@@ -221,9 +221,12 @@ static void check_recovery(uint64_t from)
     }
     if (first >= 0 && first < ncalls)
         back = calls[first].start - from;
-    printf("last phase: %d calls of thread 0, on the faster path from %.1f ms (call %d); "
-           "afterwards %d wrong, costing %.2f %%\n", ncalls, back / 1e6, first, wrong,
-           all_ns ? 100.0 * wrong_ns / all_ns : 0);
+    if (first < 0 || first >= ncalls)
+        printf("last phase: %d calls of thread 0, never settled on the faster path; ", ncalls);
+    else
+        printf("last phase: %d calls of thread 0, on the faster path from %.1f ms (call %d); ",
+               ncalls, back / 1e6, first);
+    printf("after the deadline %d wrong, costing %.2f %%\n", wrong, all_ns ? 100.0 * wrong_ns / all_ns : 0);
     CHECK(first >= 0 && first < ncalls && calls[first].start <= deadline,
           "not back on the faster path by %.1f ms", (deadline - from) / 1e6);
     CHECK(pairs == 0, "%d wrong calls in a row after the deadline", pairs);
