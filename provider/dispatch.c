@@ -1,4 +1,4 @@
-#define _POSIX_C_SOURCE 200809L  /* clock_gettime */
+#define _GNU_SOURCE  /* sched_getaffinity, CPU_COUNT */
 /*
  * dispatch.c - CPU or GPU, per call: the one place that decides.
  *
@@ -19,7 +19,7 @@
  *                  <  len * cpu_ns(kind, keylen)
  *
  * busy: the GPU jobs in flight now, or the other threads that sent it work
- * in the last ACTIVE_NS if more (gpu_users), plus the threads deciding at
+ * recently if more (gpu_users: stamped as for large calls, below), plus the threads deciding at
  * this moment: threads that decide together would otherwise all see an idle
  * GPU, and a GCM message keeps the engine its first data chose.  A thread
  * that decides for the GPU stamps itself before it leaves the decision, so
@@ -29,13 +29,25 @@
  * threads (two host copies per byte outside CTR).  On the H200 machine, with
  * 16 threads on its 16 cores, every GPU share lost (0.83-0.97x: the copy
  * threads took cores from the application's threads; bench/results).  So
- * while more than half of the cores' worth of threads are making large
- * calls (seen in the last ACTIVE_NS), every call stays on its own core.
+ * while more than one thread, and more than half of the cores' worth of
+ * threads, are making large calls, every call stays on its own core.  The
+ * cores are those the process may run on (its affinity set, so taskset and
+ * cpusets count), counted once.  A thread counts as making large calls from
+ * its decision for up to ACTIVE_NS (the call) and IDLE_NS after its call
+ * ended (the gap to its next one), so a phase of many threads is forgotten
+ * IDLE_NS after it ends.
  *
  * An estimate not yet measured is measured: an unknown CPU rate sends the
- * call to the CPU, an unknown GPU rate to the GPU.  A GPU estimate that says
- * "slower" is tried again now and then (one declined call in EXPLORE, when
- * no job is in flight), so a GPU that got faster is noticed.  A GPU failure
+ * call to the CPU, an unknown GPU rate to the GPU.  The path that loses is
+ * tried again ("explored") by time, not by call count, either way: once its
+ * estimate is EXPLORE_MIN_NS old and either older than the kind's explore
+ * gap or sampled under a load (threads making large calls) at least twice
+ * or half today's (and twice as old as the last explore call took).  One thread explores at a time (a CAS on the estimate's
+ * time).  An explore sample FAR off its estimate replaces it (a fresh look
+ * at a stale estimate); one that agrees doubles the gap (EXPLORE_MIN_NS ..
+ * EXPLORE_MAX_NS, and at least EXPLORE_COST times the explore call's own
+ * duration, which bounds what looking again costs).  A far-off sample of the
+ * winning path weighs 1/2 instead of 1/8.  A GPU failure
  * (an allocation that did not fit, say) keeps the GPU out for a back-off
  * that doubles with each failure in a row (10 ms .. 10 s) and ends with a
  * success: calls meanwhile go straight to the CPU instead of retrying.
@@ -44,6 +56,7 @@
  * the user's policy: every call from that size goes to the GPU, as before,
  * with no back-off (the tests rely on it).
  */
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,50 +66,78 @@
 #define CLASSES 16                     /* size classes: 2^16 (64 KiB) .. 2^31 and up */
 #define CLASS0 16
 #define FIX 16                         /* estimates in ns per byte, 16 fractional bits */
-#define EXPLORE 64
 #define WARM 3                         /* GPU samples before an estimate may say "slower" */
+#define EXPLORE_MIN_NS 20000000ULL     /* 20 ms: an estimate younger than this is not explored */
+#define EXPLORE_MAX_NS 1000000000ULL   /* 1 s: the longest a losing path goes unexplored, unless... */
+#define EXPLORE_COST 16                /* ... its explore calls took more than 1/16 of that */
+#define FAR 2                          /* a sample this many times off its estimate is news */
 #define BACKOFF_MIN_NS 10000000ULL     /* 10 ms */
 #define BACKOFF_MAX_NS 10000000000ULL  /* 10 s */
 #define ACTIVE_SLOTS 64                /* threads tracked (more are counted as 64) */
-#define ACTIVE_NS 100000000ULL         /* a thread that made a large call this recently is active
+#define ACTIVE_NS 100000000ULL         /* a thread in a large call counts this long from its decision
                                           (longer than one 64 MiB call on a loaded core) */
+#define IDLE_NS 20000000ULL            /* ... and this long after its call ended */
 
-static _Atomic uint64_t cpu_est[OFFLOAD_KINDS][3];        /* per key size: 128, 192, 256 */
-static _Atomic uint64_t gpu_est[OFFLOAD_KINDS][CLASSES];
-static _Atomic unsigned gpu_samples[OFFLOAD_KINDS][CLASSES];
-static _Atomic unsigned declined[OFFLOAD_KINDS];
+/* One estimate: ns per byte, when it was last sampled, and the threads making
+ * large calls then (a load twice or half today's makes it worth a new look). */
+typedef struct estimate {
+    _Atomic uint64_t ns, at;
+    _Atomic unsigned load, samples;
+} estimate;
+
+static estimate cpu_est[OFFLOAD_KINDS][3];                 /* per key size: 128, 192, 256 */
+static estimate gpu_est[OFFLOAD_KINDS][CLASSES];
+static _Atomic uint64_t explore_gap[OFFLOAD_KINDS];        /* 0: EXPLORE_MIN_NS */
+static _Atomic uint64_t explore_ns[OFFLOAD_KINDS];         /* the last explore call's time */
+static _Thread_local int exploring = -1;                   /* kind * 2 + path of this thread's
+                                                              explore call, until its sample */
 static _Atomic int inflight;                               /* GPU jobs now, all threads */
 static _Atomic unsigned deciding;                          /* threads inside a decision now (a
                                                               fork during one leaves the child
                                                               counting one more: only cautious) */
 static _Atomic uint64_t backoff_until, backoff_ns, backoffs;
 
-/* Threads making large calls: each thread stamps a slot of its own. */
-static _Atomic uint64_t active_seen[ACTIVE_SLOTS];
-static _Atomic uint64_t gpu_seen[ACTIVE_SLOTS];            /* ... and sent the GPU a job */
+/* Threads making large calls: each thread stamps a slot of its own with the
+ * time until which it counts. */
+static _Atomic uint64_t active_until[ACTIVE_SLOTS];
+static _Atomic uint64_t gpu_until[ACTIVE_SLOTS];           /* ... as a GPU user */
 static _Atomic unsigned active_next;
 static _Thread_local int active_slot = -1;
-static long ncores;
+static _Atomic long ncores;                                /* usable cores; 0: not counted yet */
 
-static unsigned active_threads(uint64_t now)
+#ifdef GPUAES_TEST_HOOKS
+_Atomic uint64_t dispatch_test_clock;
+
+static long usable_cores(void);
+
+long dispatch_test_cores(long set)
+{
+    if (set > 0)
+        atomic_store(&ncores, set);
+    return usable_cores();
+}
+#endif
+
+/* Stamps this thread as making large calls until `until`; returns how many do now. */
+static unsigned active_threads(uint64_t now, uint64_t until)
 {
     unsigned n = 0;
 
     if (active_slot < 0)
         active_slot = (int)(atomic_fetch_add(&active_next, 1) % ACTIVE_SLOTS);
-    atomic_store_explicit(&active_seen[active_slot], now, memory_order_relaxed);
+    atomic_store_explicit(&active_until[active_slot], until, memory_order_relaxed);
     for (int i = 0; i < ACTIVE_SLOTS; i++)
-        if (now - atomic_load_explicit(&active_seen[i], memory_order_relaxed) < ACTIVE_NS)
+        if (now < atomic_load_explicit(&active_until[i], memory_order_relaxed))
             n++;
     return n;
 }
 
 /*
- * Other threads that sent the GPU work in the last ACTIVE_NS (this thread's
- * slot is stamped by active_threads()).  Jobs in flight undercount the GPU's
- * load where decisions are made together: threads starting at once all see
- * none in flight, and a GCM message decided for the GPU keeps it for every
- * later piece (measured, H200: 4 threads x 8 MiB GCM messages, all on the GPU,
+ * Other threads that sent the GPU work recently (this thread's slot is
+ * stamped by active_threads()).  Jobs in flight undercount the GPU's load
+ * where decisions are made together: threads starting at once all see none
+ * in flight, and a GCM message decided for the GPU keeps it for every later
+ * piece (measured, H200: 4 threads x 8 MiB GCM messages, all on the GPU,
  * 0.75x; 16 threads x 64 MiB, 0.76x).
  */
 static unsigned gpu_users(uint64_t now)
@@ -104,33 +145,54 @@ static unsigned gpu_users(uint64_t now)
     unsigned n = 0;
 
     for (int i = 0; i < ACTIVE_SLOTS; i++)
-        if (i != active_slot
-            && now - atomic_load_explicit(&gpu_seen[i], memory_order_relaxed) < ACTIVE_NS)
+        if (i != active_slot && now < atomic_load_explicit(&gpu_until[i], memory_order_relaxed))
             n++;
     return n;
 }
 
-/* This thread sends (or is about to send) the GPU a job. */
-static void to_gpu(uint64_t now)
+/* This thread uses (or is about to use) the GPU until `until`. */
+static void to_gpu(uint64_t until)
 {
     if (active_slot >= 0)
-        atomic_store_explicit(&gpu_seen[active_slot], now, memory_order_relaxed);
+        atomic_store_explicit(&gpu_until[active_slot], until, memory_order_relaxed);
 }
 
-static int cores_busy(uint64_t now)
+/* The cores this process may run on (taskset, cpusets), counted once; a race
+ * counts twice, alike. */
+static long usable_cores(void)
 {
-    if (ncores <= 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = atomic_load_explicit(&ncores, memory_order_relaxed);
+    cpu_set_t set;
 
-        ncores = n > 0 ? n : 1;
-    }
-    return (long)active_threads(now) * 2 > ncores;
+    if (n > 0)
+        return n;
+    n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (n <= 0)                        /* more CPUs than a cpu_set_t holds */
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n <= 0)
+        n = 1;
+    atomic_store_explicit(&ncores, n, memory_order_relaxed);
+    gpuaes_debug("dispatch: %ld usable cores", n);
+    return n;
+}
+
+/* A lone thread's copy threads take no application thread's core: its own
+ * GPU estimate says whether they pay. */
+static int cores_busy(unsigned active)
+{
+    return active > 1 && (long)active * 2 > usable_cores();
 }
 
 uint64_t dispatch_now_ns(void)
 {
     struct timespec t;
 
+#ifdef GPUAES_TEST_HOOKS
+    uint64_t fake = atomic_load_explicit(&dispatch_test_clock, memory_order_relaxed);
+
+    if (fake != 0)
+        return fake;
+#endif
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
@@ -149,16 +211,53 @@ static int key_index(size_t keylen)
     return keylen <= 16 ? 0 : keylen <= 24 ? 1 : 2;
 }
 
-/* Exponentially weighted: recent calls count most (1/8 each; 1/2 while
- * `young`, so that a first sample that paid one-time costs fades fast); a
- * lost race loses one sample. */
-static void ewma(_Atomic uint64_t *e, uint64_t sample, int young)
+static uint64_t load_u64(_Atomic uint64_t *v)
 {
-    uint64_t old = atomic_load_explicit(e, memory_order_relaxed);
-    unsigned shift = young ? 1 : 3;
+    return atomic_load_explicit(v, memory_order_relaxed);
+}
 
-    atomic_store_explicit(e, old == 0 ? sample : old - (old >> shift) + (sample >> shift),
-                          memory_order_relaxed);
+static int far_off(uint64_t a, uint64_t b)
+{
+    return a > b * FAR || b > a * FAR;
+}
+
+static int load_changed(unsigned then, unsigned now)
+{
+    return then != 0 && (then >= 2 * now || now >= 2 * then);
+}
+
+/*
+ * A sample of e, taken at `now` with `load` threads making large calls.
+ * Exponentially weighted: recent calls count most (1/8 each; 1/2 while
+ * `young`, so that a first sample that paid one-time costs fades fast, or
+ * when FAR off); an explore sample FAR off replaces the estimate.  A lost
+ * race loses one sample.  An explore sets the kind's next explore gap.
+ */
+static void sample(offload_kind kind, int path, estimate *e, uint64_t v, uint64_t now,
+                   unsigned load, int young, uint64_t ns)
+{
+    uint64_t old = load_u64(&e->ns), next = v;
+    int far = old != 0 && far_off(old, v), explored = exploring == (int)kind * 2 + path;
+
+    if (old != 0 && !(far && explored)) {
+        unsigned shift = young || far ? 1 : 3;
+
+        next = old - (old >> shift) + (v >> shift);
+    }
+    atomic_store_explicit(&e->ns, next > 0 ? next : 1, memory_order_relaxed);
+    atomic_store_explicit(&e->at, now, memory_order_relaxed);
+    atomic_store_explicit(&e->load, load, memory_order_relaxed);
+    if (explored) {
+        uint64_t gap = load_u64(&explore_gap[kind]);
+
+        exploring = -1;
+        gap = far || gap < EXPLORE_MIN_NS ? EXPLORE_MIN_NS
+              : gap * 2 > EXPLORE_MAX_NS ? EXPLORE_MAX_NS : gap * 2;
+        if (gap < EXPLORE_COST * ns)
+            gap = EXPLORE_COST * ns;
+        atomic_store_explicit(&explore_gap[kind], gap, memory_order_relaxed);
+        atomic_store_explicit(&explore_ns[kind], ns, memory_order_relaxed);
+    }
 }
 
 static uint64_t per_byte(uint64_t ns, size_t len)
@@ -168,33 +267,39 @@ static uint64_t per_byte(uint64_t ns, size_t len)
     return v > 0 ? v : 1;              /* 0 means "not measured" */
 }
 
-/* Sooner on the GPU, shared `busy` more ways, than on the CPU? */
-static int gpu_sooner(offload_kind kind, size_t len, uint64_t cpu, unsigned busy)
+/*
+ * Is e, the estimate of the path about to lose, due a new look?  Claims it
+ * (its time set to now) so that other threads do not look too.
+ */
+static int explore_due(offload_kind kind, estimate *e, uint64_t now, unsigned active)
 {
-    uint64_t gpu = atomic_load_explicit(&gpu_est[kind][size_class(len)], memory_order_relaxed);
+    uint64_t at = load_u64(&e->at);
 
-    if (gpu == 0 || atomic_load_explicit(&gpu_samples[kind][size_class(len)],
-                                         memory_order_relaxed) < WARM)
-        return busy == 0;              /* a first job, alone: it includes one-time costs */
-    if (gpu * (uint64_t)(1 + busy) < cpu)
-        return 1;
-    /* Look again now and then: the GPU may have become faster. */
-    return busy == 0 && atomic_fetch_add_explicit(&declined[kind], 1, memory_order_relaxed)
-                            % EXPLORE == EXPLORE - 1;
+    if (at >= now || now - at < EXPLORE_MIN_NS)
+        return 0;
+    /* A load that keeps changing costs at most a third of the time. */
+    if (now - at < load_u64(&explore_gap[kind])
+        && (now - at < 2 * load_u64(&explore_ns[kind])
+            || !load_changed(atomic_load_explicit(&e->load, memory_order_relaxed), active)))
+        return 0;
+    return atomic_compare_exchange_strong_explicit(&e->at, &at, now, memory_order_relaxed,
+                                                   memory_order_relaxed);
 }
 
 int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)
 {
-    uint64_t cpu, now, until = atomic_load_explicit(&backoff_until, memory_order_relaxed);
-    unsigned busy, users;
+    uint64_t cpu, gpu, now, until = load_u64(&backoff_until);
+    estimate *ce = &cpu_est[kind][key_index(keylen)], *ge = &gpu_est[kind][size_class(len)];
+    unsigned active, busy, users;
     int jobs, go;
 
     if (prov->offload_min_set)
         return 1;
     now = dispatch_now_ns();
-    if ((until != 0 && now < until) || cores_busy(now))
+    active = active_threads(now, now + ACTIVE_NS);
+    if ((until != 0 && now < until) || cores_busy(active))
         return 0;
-    cpu = atomic_load_explicit(&cpu_est[kind][key_index(keylen)], memory_order_relaxed);
+    cpu = load_u64(&ce->ns);
     if (cpu == 0)
         return 0;                      /* measure the CPU first */
     /* acq_rel: a thread that enters after another left sees its stamp. */
@@ -202,27 +307,40 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     users = gpu_users(now);
     jobs = atomic_load_explicit(&inflight, memory_order_relaxed);
     busy += jobs > (int)users ? (unsigned)jobs : users;
-    go = gpu_sooner(kind, len, cpu, busy);
+    gpu = load_u64(&ge->ns);
+    if (gpu == 0 || atomic_load_explicit(&ge->samples, memory_order_relaxed) < WARM) {
+        go = busy == 0;                /* a first job, alone: it includes one-time costs */
+    } else {
+        go = gpu * (uint64_t)(1 + busy) < cpu;
+        /* Look again at the loser: it may have become faster. */
+        if (explore_due(kind, go ? ce : ge, now, active)) {
+            go = !go;
+            exploring = (int)kind * 2 + go;
+        }
+    }
     if (go)
-        to_gpu(now);
+        to_gpu(now + ACTIVE_NS);
     atomic_fetch_sub_explicit(&deciding, 1, memory_order_acq_rel);
     return go;
 }
 
 void dispatch_cpu_done(offload_kind kind, size_t keylen, size_t len, uint64_t ns)
 {
-    if (len >= DISPATCH_SAMPLE)
-        (void)active_threads(dispatch_now_ns());
-    if (len >= DISPATCH_SAMPLE)
-        ewma(&cpu_est[kind][key_index(keylen)], per_byte(ns, len), 0);
+    uint64_t now;
+
+    if (len < DISPATCH_SAMPLE)
+        return;
+    now = dispatch_now_ns();
+    sample(kind, 0, &cpu_est[kind][key_index(keylen)], per_byte(ns, len), now,
+           active_threads(now, now + IDLE_NS), 0, ns);
 }
 
 int dispatch_gpu_begin(void)
 {
     uint64_t now = dispatch_now_ns();
 
-    (void)active_threads(now);
-    to_gpu(now);
+    (void)active_threads(now, now + ACTIVE_NS);
+    to_gpu(now + ACTIVE_NS);
     return atomic_fetch_add_explicit(&inflight, 1, memory_order_relaxed);
 }
 
@@ -230,13 +348,18 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
                       uint64_t ns)
 {
     int busy_at_end = atomic_fetch_sub_explicit(&inflight, 1, memory_order_relaxed) - 1;
+    uint64_t now = dispatch_now_ns();
+    unsigned active = active_threads(now, now + IDLE_NS);
 
+    to_gpu(now + IDLE_NS);
     if (!ok) {                         /* back off: 10 ms, doubling, at most 10 s */
         uint64_t b = atomic_load(&backoff_ns);
 
+        if (exploring == (int)kind * 2 + 1)
+            exploring = -1;            /* no sample: the estimate stays claimed for a gap */
         b = b == 0 ? BACKOFF_MIN_NS : b * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : b * 2;
         atomic_store(&backoff_ns, b);
-        atomic_store(&backoff_until, dispatch_now_ns() + b);
+        atomic_store(&backoff_until, now + b);
         atomic_fetch_add(&backoffs, 1);
         gpuaes_debug("GPU failed: the CPU takes every call for %llu ms",
                      (unsigned long long)(b / 1000000));
@@ -244,7 +367,7 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
     }
     /* Only work done ends a back-off: a GPUAES_BUSY answer (no slot free, the
      * memory cap, the GPU layer's own back-off) says nothing of the GPU. */
-    if (done > 0 && atomic_load_explicit(&backoff_ns, memory_order_relaxed) != 0) {
+    if (done > 0 && load_u64(&backoff_ns) != 0) {
         atomic_store(&backoff_ns, 0);
         atomic_store(&backoff_until, 0);
     }
@@ -252,11 +375,12 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
         /* Shared with about this many jobs for its duration: one alone would
          * have taken that many times less. */
         uint64_t share = 1 + (uint64_t)(busy_at_start + (busy_at_end > 0 ? busy_at_end : 0)) / 2;
+        estimate *e = &gpu_est[kind][size_class(len)];
+        unsigned n = atomic_fetch_add_explicit(&e->samples, 1, memory_order_relaxed);
 
-        unsigned n = atomic_fetch_add_explicit(&gpu_samples[kind][size_class(len)], 1,
-                                               memory_order_relaxed);
-
-        ewma(&gpu_est[kind][size_class(len)], per_byte(ns, len) / share + 1, n < 2 * WARM);
+        sample(kind, 1, e, per_byte(ns, len) / share + 1, now, active, n < 2 * WARM, ns);
+    } else if (exploring == (int)kind * 2 + 1) {
+        exploring = -1;                /* a partial job: no sample */
     }
 }
 

@@ -134,6 +134,12 @@ int dispatch_gpu_begin(void);
 void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int busy_at_start,
                       uint64_t ns);
 uint64_t dispatch_backoffs(void);
+#ifdef GPUAES_TEST_HOOKS
+/* Model tests (test/test_dispatch_model.c): nonzero, the time dispatch sees;
+ * the usable cores in force (set > 0: replaced). */
+extern _Atomic uint64_t dispatch_test_clock;
+long dispatch_test_cores(long set);
+#endif
 
 /* in[0, inlen) and out[0, outlen) share bytes without starting at the same
  * address.  The GPU paths read and write in chunks, so such calls (which the

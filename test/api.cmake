@@ -110,6 +110,24 @@ gpuaes_test(NAME dispatch_slow_emu COMMAND test_dispatch --slow LABELS emu TIMEO
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_EMU_JOB_DELAY_MS=20;GPUAES_KEYSTREAM=0")
 gpuaes_test(NAME dispatch_fail_emu COMMAND test_dispatch --fail LABELS emu TIMEOUT 300
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_FAULT=alloc;GPUAES_KEYSTREAM=0")
+# The dispatcher itself (provider/dispatch.c compiled in) on a model clock:
+# it looks again after contention, both ways, at a bounded cost, and keeps
+# the load rules.  No GPU, no module.  Its usable cores: the affinity set.
+add_executable(test_dispatch_model test_dispatch_model.c ${PROJECT_SOURCE_DIR}/provider/dispatch.c
+  ${PROJECT_SOURCE_DIR}/provider/debug.c)
+target_include_directories(test_dispatch_model PRIVATE ${PROJECT_SOURCE_DIR}/provider
+  ${PROJECT_SOURCE_DIR}/include)
+target_compile_definitions(test_dispatch_model PRIVATE GPUAES_TEST_HOOKS)
+target_compile_options(test_dispatch_model PRIVATE -Wall -Wextra)
+target_link_libraries(test_dispatch_model PRIVATE OpenSSL::Crypto Threads::Threads)
+foreach(s after8 after16 opposite slowgpu fastgpu load8 cores16 cores)
+  gpuaes_test(NAME dispatch_model_${s} COMMAND test_dispatch_model ${s} TIMEOUT 120)
+endforeach()
+find_program(TASKSET taskset)
+if(TASKSET)
+  gpuaes_test(NAME dispatch_model_cores_taskset COMMAND ${TASKSET} -c 0 $<TARGET_FILE:test_dispatch_model>
+    cores 1 TIMEOUT 60)
+endif()
 # Default policy: the GPU starts only after GPUAES_GPU_START_BYTES of work it could have taken.
 gpuaes_test(NAME startup_after_work COMMAND test_startup --start-after-work LABELS gpu TIMEOUT 120
   ENV "GPUAES_GPU_START_BYTES=16M")

@@ -1,0 +1,299 @@
+/*
+ * test_dispatch_model.c - provider/dispatch.c itself, compiled in, driven
+ * with a model clock and modelled call times: no OpenSSL cipher, no GPU.
+ * Each modelled thread is a real thread (dispatch keeps per-thread state)
+ * that makes one dispatch call at a time for the driver, so a run is
+ * deterministic.  A thread's call: dispatch_to_gpu, then either a CPU call
+ * of len * cpu ns (dispatch_cpu_done) or a GPU job of len * gpu ns times
+ * the jobs in flight, itself included (dispatch_gpu_begin/end).  Phases
+ * change the threads and the true rates; `gpu` includes what dispatch
+ * cannot see (another process, host memory bandwidth).
+ *   after8 after16 opposite  a contention phase, then one thread: its calls
+ *            are on the faster path within max(0.1 s, 3 calls) of the
+ *            phase's end and stay there (explores aside: <= 5 % of the time)
+ *   slowgpu fastgpu  one thread, steady: looking again costs <= 5 %
+ *   load8 cores16    contention: the GPU takes no more jobs than pay, and
+ *            none while more than half the cores' threads make large calls
+ *   cores N  the usable cores are N (run under taskset -c 0: 1), or the
+ *            affinity set's count when N is 0
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuaes.h"
+
+#define MS 1000000ULL
+#define START (1000000 * MS)           /* model time 0 (far from 0, as a real clock) */
+#define LEN ((size_t)64 << 20)
+#define GAP_NS 10000ULL                /* between one thread's calls */
+#define MAXT 16
+#define MAXCALLS 200000
+
+enum { OP_DECIDE = 1, OP_CPU_DONE, OP_GPU_BEGIN, OP_GPU_END, OP_QUIT };
+enum { IDLE, IN_CPU, IN_GPU };
+
+typedef struct phase {
+    double secs;
+    int threads;
+    double cpu, gpu;                   /* ns per byte: a CPU call, a GPU job alone */
+} phase;
+
+typedef struct worker {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int op, ret, busy;                 /* the request and its answer */
+    uint64_t ns;
+    int state;                         /* the model's */
+    uint64_t next, dur;
+    int busy_at_start;
+} worker;
+
+typedef struct call {                  /* thread 0's calls in the last phase */
+    uint64_t start, dur, other;        /* other: the same call on the other path */
+    int gpu, right;
+} call;
+
+static worker w[MAXT];
+static gpuaes_prov prov;
+static offload_kind kind = OFFLOAD_CTR;
+static call calls[MAXCALLS];
+static int ncalls, max_inflight, gpu_calls;   /* gpu_calls: from 10 ms into the last phase */
+static int failures;
+
+#define CHECK(c, ...) \
+    do { if (!(c)) { printf("FAIL: " __VA_ARGS__); printf("\n"); failures++; } } while (0)
+
+static void *worker_main(void *arg)
+{
+    worker *me = arg;
+
+    pthread_mutex_lock(&me->mu);
+    for (;;) {
+        while (me->op == 0)
+            pthread_cond_wait(&me->cv, &me->mu);
+        switch (me->op) {
+        case OP_DECIDE: me->ret = dispatch_to_gpu(&prov, kind, 16, LEN); break;
+        case OP_CPU_DONE: dispatch_cpu_done(kind, 16, LEN, me->ns); break;
+        case OP_GPU_BEGIN: me->ret = dispatch_gpu_begin(); break;
+        case OP_GPU_END: dispatch_gpu_end(kind, LEN, LEN, 1, me->busy, me->ns); break;
+        default: break;
+        }
+        if (me->op == OP_QUIT)
+            break;
+        me->op = 0;
+        pthread_cond_signal(&me->cv);
+    }
+    me->op = 0;
+    pthread_cond_signal(&me->cv);
+    pthread_mutex_unlock(&me->mu);
+    return NULL;
+}
+
+/* Runs one dispatch call on model thread t and waits for it. */
+static int on(int t, int op, uint64_t ns, int busy)
+{
+    worker *me = &w[t];
+    int ret;
+
+    pthread_mutex_lock(&me->mu);
+    me->op = op;
+    me->ns = ns;
+    me->busy = busy;
+    pthread_cond_signal(&me->cv);
+    while (me->op != 0)
+        pthread_cond_wait(&me->cv, &me->mu);
+    ret = me->ret;
+    pthread_mutex_unlock(&me->mu);
+    return ret;
+}
+
+static uint64_t ns_of(double per_byte)
+{
+    return (uint64_t)(per_byte * (double)LEN);
+}
+
+/* Runs the phases; thread 0's calls in the last one go to calls[]; the
+ * largest number of GPU jobs at once and the GPU calls are counted in the
+ * last phase too. */
+static void simulate(const phase *ph, int nph)
+{
+    uint64_t begin[8] = { 0 }, end;
+    int inflight = 0;
+
+    begin[0] = START;
+    for (int p = 0; p < nph; p++)
+        begin[p + 1] = begin[p] + (uint64_t)(ph[p].secs * 1e9);
+    end = begin[nph];
+    for (int t = 0; t < MAXT; t++) {
+        pthread_mutex_init(&w[t].mu, NULL);
+        pthread_cond_init(&w[t].cv, NULL);
+        pthread_create(&w[t].th, NULL, worker_main, &w[t]);
+        w[t].state = IDLE;
+        w[t].next = START + (uint64_t)t * 1000;      /* not all at the same ns */
+    }
+    for (;;) {
+        int t = 0, p = 0;
+        uint64_t now;
+        worker *me;
+
+        for (int i = 1; i < MAXT; i++)
+            if (w[i].next < w[t].next)
+                t = i;
+        me = &w[t];
+        now = me->next;
+        if (now >= end)
+            break;
+        while (now >= begin[p + 1])
+            p++;
+        atomic_store(&dispatch_test_clock, now);
+        if (me->state == IN_CPU) {
+            on(t, OP_CPU_DONE, me->dur, 0);
+            me->state = IDLE;
+            me->next = now + GAP_NS;
+        } else if (me->state == IN_GPU) {
+            inflight--;
+            on(t, OP_GPU_END, me->dur, me->busy_at_start);
+            me->state = IDLE;
+            me->next = now + GAP_NS;
+        } else if (t >= ph[p].threads) {
+            me->next = begin[p + 1] + (uint64_t)t * 1000; /* sits this phase out */
+        } else {
+            int gpu = on(t, OP_DECIDE, 0, 0);
+            uint64_t cpu_ns = ns_of(ph[p].cpu), gpu_ns = ns_of(ph[p].gpu), alone = gpu_ns;
+
+            /* Shared with each job in flight for as long as both run. */
+            for (int i = 0; i < MAXT; i++)
+                if (w[i].state == IN_GPU)
+                    gpu_ns += w[i].next - now < alone ? w[i].next - now : alone;
+
+            if (gpu) {
+                me->busy_at_start = on(t, OP_GPU_BEGIN, 0, 0);
+                inflight++;
+                if (p == nph - 1) {
+                    gpu_calls += now >= begin[p] + 10 * MS;
+                    if (inflight > max_inflight)
+                        max_inflight = inflight;
+                }
+            }
+            me->state = gpu ? IN_GPU : IN_CPU;
+            me->dur = gpu ? gpu_ns : cpu_ns;
+            me->next = now + me->dur;
+            if (t == 0 && p == nph - 1 && ncalls < MAXCALLS)
+                calls[ncalls++] = (call){ now, me->dur, gpu ? cpu_ns : gpu_ns, gpu,
+                                          (gpu_ns < cpu_ns) == gpu };
+        }
+    }
+    for (int t = 0; t < MAXT; t++) {
+        on(t, OP_QUIT, 0, 0);
+        pthread_join(w[t].th, NULL);
+    }
+}
+
+/* Thread 0 in the last phase (which began at `from`): back on the faster
+ * path by max(0.1 s, its 4th call), and explores aside it stays there. */
+static void check_recovery(uint64_t from)
+{
+    uint64_t deadline = from + 100 * MS, wrong_ns = 0, all_ns = 0, back = 0;
+    int first = -1, wrong = 0, pairs = 0;
+
+    if (ncalls > 3 && calls[3].start > deadline)
+        deadline = calls[3].start;
+    for (int i = ncalls - 1; i >= 0 && first < 0; i--)      /* the last wrong pair */
+        if (i > 0 && !calls[i].right && !calls[i - 1].right)
+            first = i + 1;
+    for (int i = 0; i < ncalls; i++) {
+        if (first < 0 && calls[i].right)
+            first = i;
+        if (calls[i].start < deadline)
+            continue;
+        all_ns += calls[i].dur < calls[i].other ? calls[i].dur : calls[i].other;
+        if (!calls[i].right) {
+            wrong++;
+            wrong_ns += calls[i].dur - calls[i].other;
+            pairs += i > 0 && !calls[i - 1].right;
+        }
+    }
+    if (first >= 0 && first < ncalls)
+        back = calls[first].start - from;
+    if (first < 0 || first >= ncalls)
+        printf("last phase: %d calls of thread 0, never settled on the faster path; ", ncalls);
+    else
+        printf("last phase: %d calls of thread 0, on the faster path from %.1f ms (call %d); ",
+               ncalls, back / 1e6, first);
+    printf("after the deadline %d wrong, costing %.2f %%\n", wrong, all_ns ? 100.0 * wrong_ns / all_ns : 0);
+    CHECK(first >= 0 && first < ncalls && calls[first].start <= deadline,
+          "not back on the faster path by %.1f ms", (deadline - from) / 1e6);
+    CHECK(pairs == 0, "%d wrong calls in a row after the deadline", pairs);
+    CHECK(wrong_ns * 20 <= all_ns, "looking again cost more than 5 %%");
+}
+
+int main(int argc, char **argv)
+{
+    const char *s = argc > 1 ? argv[1] : "";
+    phase ph[4];
+    int n = 0;
+
+    if (strcmp(s, "cores") == 0) {             /* before anything else counts them */
+        cpu_set_t set;
+        long want = argc > 2 ? atol(argv[2]) : 0, got = dispatch_test_cores(0);
+
+        CHECK(sched_getaffinity(0, sizeof(set), &set) == 0, "sched_getaffinity");
+        if (want == 0)
+            want = CPU_COUNT(&set);
+        printf("usable cores: %ld (want %ld)\n", got, want);
+        CHECK(got == want, "dispatch counts %ld cores, the process may use %ld", got, want);
+        return failures != 0;
+    }
+    dispatch_test_cores(16);                   /* the H200 machine */
+    if (strcmp(s, "after8") == 0) {            /* CTR: CPU 4 GB/s, GPU alone 40 */
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025 };
+        ph[n++] = (phase){ 2, 8, 0.3, 0.5 };  /* the GPU 20x slower than dispatch sees */
+        ph[n++] = (phase){ 3, 1, 0.25, 0.025 };
+    } else if (strcmp(s, "after16") == 0) {    /* GCM: CPU 12 GB/s, GPU alone 6x */
+        kind = OFFLOAD_GCM;
+        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013 };
+        ph[n++] = (phase){ 2, 16, 0.16, 0.3 };
+        ph[n++] = (phase){ 3, 1, 0.08, 0.013 };
+    } else if (strcmp(s, "opposite") == 0) {   /* a loaded CPU, then a GPU taken by another */
+        ph[n++] = (phase){ 2, 8, 2.0, 0.025 };
+        ph[n++] = (phase){ 3, 1, 0.25, 0.5 };
+    } else if (strcmp(s, "slowgpu") == 0) {
+        ph[n++] = (phase){ 2, 1, 0.25, 5.0 }; /* the first jobs (WARM) are measured here */
+        ph[n++] = (phase){ 10, 1, 0.25, 5.0 };
+    } else if (strcmp(s, "fastgpu") == 0) {
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025 };
+        ph[n++] = (phase){ 10, 1, 0.25, 0.025 };
+    } else if (strcmp(s, "load8") == 0) {      /* the GPU 4x faster alone */
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.0625 };
+        ph[n++] = (phase){ 3, 8, 0.25, 0.0625 };
+    } else if (strcmp(s, "cores16") == 0) {
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025 };
+        ph[n++] = (phase){ 2, 16, 0.25, 0.025 };
+    } else {
+        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|load8|cores16|cores N\n",
+                argv[0]);
+        return 2;
+    }
+    simulate(ph, n);
+    if (strcmp(s, "load8") == 0) {
+        printf("at most %d GPU jobs at once, %d GPU calls\n", max_inflight, gpu_calls);
+        CHECK(max_inflight <= 4, "%d GPU jobs at once for a GPU 4x faster", max_inflight);
+    } else if (strcmp(s, "cores16") == 0) {
+        printf("%d GPU calls\n", gpu_calls);
+        CHECK(gpu_calls == 0, "%d GPU calls from 16 threads on 16 cores", gpu_calls);
+    } else {
+        uint64_t from = START;
+
+        for (int p = 0; p < n - 1; p++)
+            from += (uint64_t)(ph[p].secs * 1e9);
+        check_recovery(from);
+    }
+    printf("%s: %s\n", s, failures ? "FAILED" : "ok");
+    return failures != 0;
+}
