@@ -76,13 +76,15 @@ static void small_gcm(test_env *env)
 /* How long the exit may take: 100 ms on the emulator, whose start-up is
  * slow on purpose; with a real GPU the child exits after its start-up (the
  * first call waits for it), and tearing a CUDA context down took 104-153 ms
- * on the H200 under ctest -j16; under ASan LeakSanitizer's scan adds ~0.2 s. */
+ * on the H200 under ctest -j16, once 1.3 s; the exit's own waits are bounded
+ * by 2 s (cuda/device.cu, kExitWaitNs); under ASan LeakSanitizer's scan adds
+ * ~0.2 s. */
 #if defined(__SANITIZE_ADDRESS__)
 #define EXIT_MS_EMU 1000.0
 #else
 #define EXIT_MS_EMU 100.0
 #endif
-#define EXIT_MS_GPU 1000.0
+#define EXIT_MS_GPU 2500.0
 
 /* The child: start the GPU with one large call, optionally wait delay_us,
  * report the time, exit. */
@@ -113,6 +115,7 @@ static void check_prompt_exit(const char *self)
 {
     const char *dir = getenv("GPUAES_MODULE_DIR");
     double exit_ms = dir != NULL && strstr(dir, "/emu") != NULL ? EXIT_MS_EMU : EXIT_MS_GPU;
+    double worst = 0;
 
     for (int run = 0; run < 5; run++) {
         int fds[2], status = 0;
@@ -136,7 +139,9 @@ static void check_prompt_exit(const char *self)
         close(fds[0]);
         CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
         CHECKF(end - sent < exit_ms, "exit during start-up took %.1f ms", end - sent);
+        worst = end - sent > worst ? end - sent : worst;
     }
+    printf("exit during start-up: slowest of 5 took %.1f ms\n", worst);
 }
 
 /* Default policy, GPUAES_GPU_START_BYTES=16M (set by CTest): 12 MiB of
