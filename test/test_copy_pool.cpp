@@ -237,6 +237,41 @@ void test_rule()
     expect(rule(16, 16.0, 0, 7) == 7, "rule: no job counted yet: as one");
 }
 
+// The load samples' arithmetic on synthetic /proc/stat sums: a CPU going
+// offline (or a cpuset shrinking) lowers the sums; the rule must judge again
+// from the next sample on, not freeze until the sums catch up.
+void test_load_idle()
+{
+    auto at = [](int cpus, uint64_t idle, uint64_t total, int64_t ms) {
+        LoadSample s;
+        s.cpus = cpus;
+        s.idle = idle;
+        s.total = total;
+        s.at = ms * 1000000;
+        return s;
+    };
+    auto near = [](double a, double b) { return a > b - 1e-9 && a < b + 1e-9; };
+    LoadSample last; // none yet: since boot
+    expect(near(copy_load_idle(&last, at(4, 300, 400, 1)), 3.0), "load: first sample, since boot");
+    expect(copy_load_idle(&last, at(4, 301, 402, 2)) < 0, "load: under a tick per CPU: too little");
+    expect(near(copy_load_idle(&last, at(4, 400, 800, 3)), 1.0), "load: 100 of 400 ticks idle on 4 CPUs");
+    // A day of uptime, then CPU 3 goes offline: sums over 3 CPUs, far lower.
+    last = at(4, 20000000, 34560000, 10);
+    expect(copy_load_idle(&last, at(3, 15000000, 25920000, 20)) < 0, "load: CPU offline: new baseline");
+    expect(near(copy_load_idle(&last, at(3, 15000150, 25920300, 30)), 1.5),
+           "load: judged again right after a CPU went offline");
+    // Same count, lower sums (a cpuset moved to other, younger CPUs).
+    expect(copy_load_idle(&last, at(3, 100, 200, 40)) < 0, "load: sums went down: new baseline");
+    expect(near(copy_load_idle(&last, at(3, 400, 500, 50)), 3.0), "load: judged again after the sums went down");
+    // Idle down while the total grows: incomparable, not a wrapped difference.
+    expect(copy_load_idle(&last, at(3, 300, 900, 60)) < 0, "load: idle went down: new baseline");
+    // Our workers' awake time counts as idle.
+    last = at(2, 0, 1000, 100);
+    LoadSample cur = at(2, 100, 1200, 200); // 1 idle core over 100 ms
+    cur.ours = last.ours + 50000000;        // plus 50 ms of our workers': half a core
+    expect(near(copy_load_idle(&last, cur), 1.5), "load: our workers' time counts as idle");
+}
+
 // Many short jobs from many threads, with pauses long enough for the
 // workers to fall asleep in between: every copy must complete (a lost
 // wake-up would leave parts to the owner, or hang copy_wait).
@@ -283,6 +318,7 @@ int main()
     std::thread(watchdog).detach();
     section("rule", 10);
     test_rule();
+    test_load_idle();
     section("not started", 0);
     // 1. Pool not started: the owner copies everything itself.
     owner(1, 20 / kShare);
