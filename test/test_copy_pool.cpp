@@ -8,7 +8,8 @@
 // inputs and on a machine made busy; workers that sleep when idle (no CPU
 // spent) and wake for new copies (many short jobs from many threads, under
 // a deadline: a lost wake-up would hang or stall); stop with every worker
-// asleep, and a fork child (copy_pool_atfork_child).  Every byte of every destination is checked, the
+// asleep, and a fork child (copy_pool_atfork_child), also one forked while
+// the settings lock is held (gpu_settings.cpp).  Every byte of every destination is checked, the
 // bytes around it must be untouched, and every wiped byte must be zero.
 #include <algorithm>
 #include <atomic>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "copy_pool.h"
+#include "gpu_settings.h"
 #include "gpuaes_gpu.h"
 
 using namespace gpuaes;
@@ -451,6 +453,30 @@ int main()
         expect(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
                "fork child: pool not closed, or a copy failed");
         copy_pool_leave();
+    }
+
+    // Forks while another thread holds the settings lock (configuring in a
+    // loop): the child must read the settings, not hang on an inherited lock.
+    section("fork settings", 30);
+    {
+        std::atomic<bool> stop{false};
+        std::thread conf([&stop] {
+            const gpuaes_gpu_settings s = gpu_settings();
+            while (!stop.load(std::memory_order_relaxed)) gpuaes_gpu_configure(&s);
+        });
+        for (int i = 0; i < 200 && g_failures.load() == 0; ++i) {
+            const pid_t pid = fork();
+            if (pid == 0) {
+                alarm(5); // a hung child dies of SIGALRM
+                (void)gpu_settings();
+                std::_Exit(0);
+            }
+            int st = 0;
+            expect(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                   "fork while configuring: the child hung on the settings lock");
+        }
+        stop.store(true);
+        conf.join();
     }
 
     // 4. Final stop: copies still work, on the owner's thread.
