@@ -41,13 +41,28 @@ bool read_cpu_ticks(const cpu_set_t &set, uint64_t *idle, uint64_t *total)
 }
 
 
-struct LoadSample {
-    uint64_t idle = 0, total = 0; // /proc/stat ticks of our CPUs
-    int64_t ours = 0, at = 0;     // workers' awake ns, and when (steady ns)
-};
-LoadSample g_last; // the previous sample (g_sampling)
+LoadSample g_last; // the previous sample (g_sampling); none yet: since boot
 
 } // namespace
+
+double copy_load_idle(LoadSample *last, const LoadSample &cur)
+{
+    // A CPU gone offline or a shrunk cpuset lowers the sums (and a changed
+    // set makes them incomparable): judging against the old baseline would
+    // wait until the new sums catch up (hours), so start again from here.
+    if ((last->cpus != 0 && cur.cpus != last->cpus) || cur.total < last->total || cur.idle < last->idle) {
+        *last = cur;
+        return -1;
+    }
+    // Less than a tick per CPU since the last sample: too little to judge.
+    if (cur.total < last->total + (uint64_t)cur.cpus) return -1;
+    double idle = cur.cpus * (double)(cur.idle - last->idle) / (double)(cur.total - last->total);
+    // Our own workers' time shows as busy; it is theirs to use.
+    if (last->at != 0 && cur.at > last->at && cur.ours >= last->ours)
+        idle += (double)(cur.ours - last->ours) / (double)(cur.at - last->at);
+    *last = cur;
+    return idle;
+}
 
 int copy_load_sample(int64_t now, int64_t ours, int workers, const std::atomic<int> &jobs)
 {
@@ -63,18 +78,14 @@ int copy_load_sample(int64_t now, int64_t ours, int workers, const std::atomic<i
     LoadSample cur;
     cur.at = now;
     cur.ours = ours;
+    cur.cpus = cpus;
     if (!read_cpu_ticks(set, &cur.idle, &cur.total)) return workers;
-    // Less than a tick per CPU since the last sample: too little to judge.
-    if (cur.total < g_last.total + (uint64_t)cpus) return -1;
     CopyLoad l;
     l.cpus = cpus;
-    l.idle = cpus * (double)(cur.idle - g_last.idle) / (double)(cur.total - g_last.total);
-    // Our own workers' time shows as busy; it is theirs to use.
-    if (g_last.at != 0 && cur.at > g_last.at && cur.ours >= g_last.ours)
-        l.idle += (double)(cur.ours - g_last.ours) / (double)(cur.at - g_last.at);
+    l.idle = copy_load_idle(&g_last, cur);
+    if (l.idle < 0) return -1;
     l.jobs = jobs.load(std::memory_order_relaxed);
     l.workers = workers;
-    g_last = cur;
     return copy_workers_for(l);
 }
 

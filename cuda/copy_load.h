@@ -32,9 +32,22 @@ struct CopyLoad {
 };
 int copy_workers_for(const CopyLoad &l);
 
+// /proc/stat ticks summed over our CPUs, and our workers' awake ns, at one time.
+struct LoadSample {
+    uint64_t idle = 0, total = 0; // ticks: idle (idle + iowait), all
+    int64_t ours = 0, at = 0;     // workers' awake ns, and when (steady ns)
+    int cpus = 0;                 // CPUs the sums cover (0: no sample yet, i.e. boot)
+};
+// Cores idle between *last and cur (our workers' time counted idle), and
+// cur becomes *last; -1 when less than a tick per CPU has passed (*last kept)
+// or when the sums went down or the CPU count changed (a CPU offline, a
+// cpuset changed: cur is the new baseline).
+double copy_load_idle(LoadSample *last, const LoadSample &cur);
+
 // One sample of the load since the previous one (the first: since boot),
 // run by one thread at a time: the workers copy_workers_for() allows now, or
-// -1 when less than a tick per CPU has passed (too little to judge).  now:
+// -1 when less than a tick per CPU has passed (too little to judge) or the
+// sums went down (copy_load_idle: a new baseline).  now:
 // steady ns; ours: the workers' awake ns so far; workers: how many exist;
 // jobs: the GPU jobs in flight.  Without /proc/stat: all the workers.
 int copy_load_sample(int64_t now, int64_t ours, int workers, const std::atomic<int> &jobs);

@@ -11,6 +11,14 @@ namespace {
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 gpuaes_gpu_settings g_settings = GPUAES_GPU_SETTINGS_DEFAULT;
 
+// A fork while another thread holds g_lock (a provider loading) would leave
+// it locked in the child for good: the child gets a fresh one.  Registered
+// at load, so every fork is covered; the settings themselves are inherited.
+void on_fork_child() { pthread_mutex_init(&g_lock, nullptr); }
+struct AtforkAtLoad {
+    AtforkAtLoad() { (void)pthread_atfork(nullptr, nullptr, on_fork_child); }
+} g_atfork_at_load;
+
 } // namespace
 
 gpuaes_gpu_settings gpu_settings()

@@ -380,8 +380,9 @@ void keystream_release(bool final)
         (void)ok(cudaStreamSynchronize(g_kstream), "cudaStreamSynchronize");
         (void)ok(cudaStreamSynchronize(g_cstream), "cudaStreamSynchronize");
     }
-    if (g_queue != nullptr) { // queued, never launched: failed
+    if (g_queue != nullptr) { // queued, never launched: failed, their round keys wiped
         for (gpuaes_ks_window *w : *g_queue) {
+            secure_wipe(&w->job, sizeof w->job);
             uncount(w);
             w->state.store(W_FAILED, std::memory_order_release);
         }

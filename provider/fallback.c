@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L  /* nanosleep (test hook) */
 /*
  * fallback.c - OpenSSL's default provider, loaded into a private library
  * context so that it is there even when the application loaded only gpuaes.
@@ -7,8 +8,10 @@
  * pin it (also run at load): fallback_assumptions.h.
  */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/provider.h>
@@ -66,6 +69,31 @@ static int complete(const fallback_cipher *fb)
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static int tables_filled;
 
+/* A fork while another thread fills the tables would leave table_lock held
+ * in the child for good: the child gets a fresh one (an unfinished fill is
+ * not marked filled, so the child's first load redoes it). */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void on_fork_child(void) { pthread_mutex_init(&table_lock, NULL); }
+static void register_atfork(void) { (void)pthread_atfork(NULL, NULL, on_fork_child); }
+
+#ifdef GPUAES_TEST_HOOKS
+/* The emulated module only (test_fork --locks): hold table_lock this long,
+ * so that a fork lands while it is held. */
+static void test_hold_table_lock(void)
+{
+    const char *ms = getenv("GPUAES_TEST_TABLE_LOCK_MS");
+    struct timespec ts;
+
+    if (ms == NULL)
+        return;
+    ts.tv_sec = 0;
+    ts.tv_nsec = atol(ms) % 1000 * 1000000L;
+    nanosleep(&ts, NULL);
+}
+#else
+static void test_hold_table_lock(void) {}
+#endif
+
 int fallback_load(gpuaes_prov *prov)
 {
     const OSSL_ALGORITHM *algs;
@@ -84,7 +112,9 @@ int fallback_load(gpuaes_prov *prov)
         goto err;
     /* The functions are libcrypto's, the same for every load: fill the
      * table once (a second load into another library context skips this). */
+    pthread_once(&atfork_once, register_atfork); /* before the lock is first taken */
     pthread_mutex_lock(&table_lock);
+    test_hold_table_lock();
     for (v = 0; !tables_filled && v < gpuaes_variant_count; v++) {
         const gpuaes_variant *var = &gpuaes_variants[v];
         const OSSL_ALGORITHM *a;

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # tsan.sh - the threaded tests under ThreadSanitizer: the emulated module
-# (provider threads, keystream windows, offload counters), the GPU layer's
+# (provider threads, keystream windows, offload counters, 32 threads mixing
+# modes at the dispatcher's policy, the caller's CPU share; diff_gpu_threads
+# in its small variant), the GPU layer's
 # window API on the emulator, and the staging copy pool.  Run it before a
 # change to concurrent code lands; not part of CI (scripts/test.sh).
 # Builds into build-tsan (GPUAES_TSAN_BUILD_DIR), one CUDA architecture.
@@ -19,4 +21,4 @@ cmake --build "$build" -j"$jobs" --target gpuaes_emu test_diff test_keystream te
 source scripts/sanitizer_env.sh
 cd "$build"
 ctest --output-on-failure -j"$jobs" \
-  -R '^(diff_threads|diff_gpu_threads_emu|keystream_emu|keystream_tiny_emu|keystream_fault_emu|keystream_off|ks_api_emu|copy_pool|settings|ks_life_pool_emu|ks_life_mixed_emu|startup_emu|unload_emu|dispatch_slow_emu|dispatch_model_.*|mix_gpu_emu|cpu_share.*_emu)$'
+  -R '^(diff_threads|diff_gpu_threads_small_emu|mix_gpu_emu|cpu_share(_ctr|_off)?_gpu_emu|keystream_emu|keystream_tiny_emu|keystream_fault_emu|keystream_off|ks_api_emu|copy_pool|settings|ks_life_pool_emu|ks_life_mixed_emu|startup_emu|unload_emu|dispatch_slow_emu|dispatch_model_.*)$'

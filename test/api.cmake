@@ -24,6 +24,10 @@ target_link_libraries(test_fork PRIVATE api_util)
 gpuaes_test(NAME fork COMMAND test_fork TIMEOUT 300)
 gpuaes_test(NAME fork_gpu COMMAND test_fork --gpu LABELS gpu TIMEOUT 300
   ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
+# Forks while another thread loads the provider (emulated module: its test
+# hook holds the fallback table lock 20 ms per load).
+gpuaes_test(NAME fork_locks_emu COMMAND test_fork --locks LABELS emu TIMEOUT 300
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_TEST_TABLE_LOCK_MS=20")
 
 gpuaes_test_program(test_fault test_fault.c)
 target_link_libraries(test_fault PRIVATE api_util)

@@ -20,6 +20,9 @@ gpuaes_test(NAME diff_gpu_switch COMMAND test_diff --gpu
   LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=4096)
 gpuaes_test(NAME diff_gpu_threads COMMAND test_diff --gpu --threads 16
   LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=0)
+# The same, small enough for ThreadSanitizer in CI time (scripts/tsan.sh).
+gpuaes_test(NAME diff_gpu_threads_small_emu COMMAND test_diff --gpu --threads 8 --iterations 8 --max-bytes 1M
+  LABELS emu MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=0)
 gpuaes_test(NAME diff_gpu_big COMMAND test_diff --gpu --big
   LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=0 TIMEOUT 900)
 

@@ -8,7 +8,8 @@
 // inputs and on a machine made busy; workers that sleep when idle (no CPU
 // spent) and wake for new copies (many short jobs from many threads, under
 // a deadline: a lost wake-up would hang or stall); stop with every worker
-// asleep, and a fork child (copy_pool_atfork_child).  Every byte of every destination is checked, the
+// asleep, and a fork child (copy_pool_atfork_child), also one forked while
+// the settings lock is held (gpu_settings.cpp).  Every byte of every destination is checked, the
 // bytes around it must be untouched, and every wiped byte must be zero.
 #include <algorithm>
 #include <atomic>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "copy_pool.h"
+#include "gpu_settings.h"
 #include "gpuaes_gpu.h"
 
 using namespace gpuaes;
@@ -237,6 +239,41 @@ void test_rule()
     expect(rule(16, 16.0, 0, 7) == 7, "rule: no job counted yet: as one");
 }
 
+// The load samples' arithmetic on synthetic /proc/stat sums: a CPU going
+// offline (or a cpuset shrinking) lowers the sums; the rule must judge again
+// from the next sample on, not freeze until the sums catch up.
+void test_load_idle()
+{
+    auto at = [](int cpus, uint64_t idle, uint64_t total, int64_t ms) {
+        LoadSample s;
+        s.cpus = cpus;
+        s.idle = idle;
+        s.total = total;
+        s.at = ms * 1000000;
+        return s;
+    };
+    auto near = [](double a, double b) { return a > b - 1e-9 && a < b + 1e-9; };
+    LoadSample last; // none yet: since boot
+    expect(near(copy_load_idle(&last, at(4, 300, 400, 1)), 3.0), "load: first sample, since boot");
+    expect(copy_load_idle(&last, at(4, 301, 402, 2)) < 0, "load: under a tick per CPU: too little");
+    expect(near(copy_load_idle(&last, at(4, 400, 800, 3)), 1.0), "load: 100 of 400 ticks idle on 4 CPUs");
+    // A day of uptime, then CPU 3 goes offline: sums over 3 CPUs, far lower.
+    last = at(4, 20000000, 34560000, 10);
+    expect(copy_load_idle(&last, at(3, 15000000, 25920000, 20)) < 0, "load: CPU offline: new baseline");
+    expect(near(copy_load_idle(&last, at(3, 15000150, 25920300, 30)), 1.5),
+           "load: judged again right after a CPU went offline");
+    // Same count, lower sums (a cpuset moved to other, younger CPUs).
+    expect(copy_load_idle(&last, at(3, 100, 200, 40)) < 0, "load: sums went down: new baseline");
+    expect(near(copy_load_idle(&last, at(3, 400, 500, 50)), 3.0), "load: judged again after the sums went down");
+    // Idle down while the total grows: incomparable, not a wrapped difference.
+    expect(copy_load_idle(&last, at(3, 300, 900, 60)) < 0, "load: idle went down: new baseline");
+    // Our workers' awake time counts as idle.
+    last = at(2, 0, 1000, 100);
+    LoadSample cur = at(2, 100, 1200, 200); // 1 idle core over 100 ms
+    cur.ours = last.ours + 50000000;        // plus 50 ms of our workers': half a core
+    expect(near(copy_load_idle(&last, cur), 1.5), "load: our workers' time counts as idle");
+}
+
 // Many short jobs from many threads, with pauses long enough for the
 // workers to fall asleep in between: every copy must complete (a lost
 // wake-up would leave parts to the owner, or hang copy_wait).
@@ -283,6 +320,7 @@ int main()
     std::thread(watchdog).detach();
     section("rule", 10);
     test_rule();
+    test_load_idle();
     section("not started", 0);
     // 1. Pool not started: the owner copies everything itself.
     owner(1, 20 / kShare);
@@ -415,6 +453,30 @@ int main()
         expect(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
                "fork child: pool not closed, or a copy failed");
         copy_pool_leave();
+    }
+
+    // Forks while another thread holds the settings lock (configuring in a
+    // loop): the child must read the settings, not hang on an inherited lock.
+    section("fork settings", 30);
+    {
+        std::atomic<bool> stop{false};
+        std::thread conf([&stop] {
+            const gpuaes_gpu_settings s = gpu_settings();
+            while (!stop.load(std::memory_order_relaxed)) gpuaes_gpu_configure(&s);
+        });
+        for (int i = 0; i < 200 && g_failures.load() == 0; ++i) {
+            const pid_t pid = fork();
+            if (pid == 0) {
+                alarm(5); // a hung child dies of SIGALRM
+                (void)gpu_settings();
+                std::_Exit(0);
+            }
+            int st = 0;
+            expect(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                   "fork while configuring: the child hung on the settings lock");
+        }
+        stop.store(true);
+        conf.join();
     }
 
     // 4. Final stop: copies still work, on the owner's thread.

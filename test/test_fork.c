@@ -4,15 +4,20 @@
  * new contexts and with contexts inherited mid-stream, tears everything down
  * and exits normally; the parent goes on too.  Every result is compared with
  * default.  A hanging child is killed after a timeout and fails the test.
+ * --locks: forks while another thread loads and unloads the provider; each
+ * child loads it afresh and encrypts (a lock inherited held would hang it).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "api_util.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <openssl/err.h>
 
@@ -137,6 +142,69 @@ static int wait_timeout(pid_t pid, int secs)
     return -1;
 }
 
+/* --locks.  The emulated module holds its fallback table lock for
+ * GPUAES_TEST_TABLE_LOCK_MS per load, so most forks land while it is held. */
+#define LOCK_FORKS 30
+#define LOCK_LEN 65541
+#define LOCK_TIMEOUT 30
+static atomic_int loader_stop;
+
+static void *loader(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&loader_stop)) {
+        test_env e;
+
+        if (test_env_open(&e))
+            test_env_close(&e);
+        else
+            break;
+    }
+    return NULL;
+}
+
+static int locks_test(void)
+{
+    pthread_t th;
+    sigset_t alrm, old;
+
+    /* SIGALRM for this thread only: wait_timeout's alarm must interrupt its waitpid. */
+    sigemptyset(&alrm);
+    sigaddset(&alrm, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &alrm, &old);
+    TEST_CHECK(pthread_create(&th, NULL, loader, NULL) == 0);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    for (int i = 0; i < LOCK_FORKS && test_failures == 0; i++) {
+        struct timespec ts = { 0, (7 + i % 5) * 1000000L }; /* land at various points of a load */
+        int status;
+        pid_t pid;
+
+        nanosleep(&ts, NULL);
+        fflush(NULL);
+        pid = fork();
+        if (pid == 0) {
+            test_env fresh;
+            int ok;
+
+            signal(SIGALRM, SIG_DFL);    /* not the parent's on_alarm: a hang ends here */
+            alarm(LOCK_TIMEOUT);
+            ok = test_env_open(&fresh) && one_shot_ok(&fresh, "AES-128-CTR", LOCK_LEN);
+            if (ok)
+                test_env_close(&fresh);
+            _exit(ok ? 0 : 1);           /* the test is the load and the cipher */
+        }
+        TEST_CHECK(pid > 0);
+        if (pid <= 0)
+            break;
+        status = wait_timeout(pid, LOCK_TIMEOUT + 10);
+        CHECKF(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+               "fork %d while loading: child %s (status %d)", i, status == -1 ? "hung" : "failed", status);
+    }
+    atomic_store(&loader_stop, 1);
+    pthread_join(th, NULL);
+    return test_report("fork --locks");
+}
+
 int main(int argc, char **argv)
 {
     test_env env;
@@ -157,6 +225,15 @@ int main(int argc, char **argv)
     test_rand_bytes(key, sizeof(key));
     test_rand_bytes(iv, sizeof(iv));
     test_rand_bytes(aad, sizeof(aad));
+    if (argc > 1 && strcmp(argv[1], "--locks") == 0) {
+        int r = locks_test();
+
+        free(plain);
+        free(ref);
+        free(out);
+        test_env_close(&env);
+        return r;
+    }
 
     /* Before the fork: the provider (and the GPU, when there is one) in use. */
     bytes0 = test_gpu_bytes(&env);
