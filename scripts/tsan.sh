@@ -13,9 +13,10 @@ jobs=$(nproc)
 # shellcheck disable=SC2086
 cmake -S . -B "$build" -DCMAKE_CUDA_ARCHITECTURES=80-real ${GPUAES_CMAKE_ARGS:-} -DGPUAES_SANITIZE=thread
 cmake --build "$build" -j"$jobs" --target gpuaes_emu test_diff test_keystream test_ks_api_emu \
-  test_copy_pool test_params test_settings test_ks_life test_startup test_unload test_dispatch
+  test_copy_pool test_params test_settings test_ks_life test_startup test_unload test_dispatch \
+  gpuaesd_emu test_service
 # shellcheck source=scripts/sanitizer_env.sh
 source scripts/sanitizer_env.sh
 cd "$build"
 ctest --output-on-failure -j"$jobs" \
-  -R '^(diff_threads|diff_gpu_threads_emu|keystream_emu|keystream_tiny_emu|keystream_fault_emu|keystream_off|ks_api_emu|copy_pool|settings|ks_life_pool_emu|ks_life_mixed_emu|startup_emu|unload_emu|dispatch_slow_emu)$'
+  -R '^(diff_threads|diff_gpu_threads_emu|keystream_emu|keystream_tiny_emu|keystream_fault_emu|keystream_off|ks_api_emu|copy_pool|settings|ks_life_pool_emu|ks_life_mixed_emu|startup_emu|unload_emu|dispatch_slow_emu|service_diff|service_fuzz|service_kill)$'

@@ -222,8 +222,12 @@ gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_
         return NULL;
     }
     c->fd = dial_until(dir, deadline);
-    if (c->fd < 0 && service != NULL && start_service(service, dir, deadline) == 0)
-        c->fd = dial_until(dir, deadline);
+    if (c->fd < 0 && service != NULL && start_service(service, dir, deadline) == 0) {
+        /* Ours listens now; but if another starter's service won the lock,
+         * it may bind a moment after ours gave way. */
+        while ((c->fd = dial_until(dir, deadline)) < 0 && now_ms() < deadline)
+            nap_ms(5);
+    }
     if (c->fd < 0) {
         snprintf(err, errn, "no service answers in %s", dir);
         free(c);

@@ -5,8 +5,8 @@
  *   test_service kill SERVICE           SIGKILL / SIGSTOP while a client waits
  *   test_service fuzz|uid|dir SERVICE   hostile input (test_service_hostile.c)
  *
- * diff starts the service the way a client will (detached, from its path)
- * and checks every job against the default provider (service_util.c).
+ * diff starts the service the way a client will (detached, from its path;
+ * four clients at once, which must all get the one service) and checks every job against the default provider (service_util.c).
  * --gpu (the real service): skipped (77) when it has no usable GPU.
  */
 #define _GNU_SOURCE
@@ -61,20 +61,53 @@ static int gpu_ready(const char *dir)
     return 1;
 }
 
+typedef struct { const char *dir, *service; gpuaesd_conn *c; } starter;
+
+static void *start_one(void *arg)
+{
+    starter *s = arg;
+    char err[256];
+
+    s->c = gpuaesd_connect(s->dir, s->service, SEG, 20000, err, sizeof(err));
+    if (s->c == NULL)
+        fprintf(stderr, "connect: %s\n", err);
+    return NULL;
+}
+
+/* Four clients start the service at once: all connect, to one service
+ * (the lock decides; the others give way).  The first connection is kept. */
+static gpuaesd_conn *start_race(const char *dir, const char *service)
+{
+    starter s[4];
+    pthread_t t[4];
+    gpuaesd_status_reply st;
+
+    for (int i = 0; i < 4; i++) {
+        s[i] = (starter){ dir, service, NULL };
+        TEST_CHECK(pthread_create(&t[i], NULL, start_one, &s[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 1; i < 4; i++) {
+        TEST_CHECK(s[i].c != NULL);
+        gpuaesd_close(s[i].c);
+    }
+    TEST_CHECK(gpuaesd_query_status(dir, &st, 2000) == 0 && st.clients_total == 5);  /* 4 + this query */
+    return s[0].c;
+}
+
 static int run_diff(const char *service, int gpu)
 {
-    char dir[64], err[256], cmd[512], line[256];
+    char dir[64], cmd[512], line[256];
     gpuaesd_conn *c;
     gpuaesd_status_reply st;
     FILE *p;
     int rc;
 
     svc_tmpdir(dir);
-    c = gpuaesd_connect(dir, service, SEG, 20000, err, sizeof(err));
-    if (c == NULL) {
-        fprintf(stderr, "connect: %s\n", err);
+    c = start_race(dir, service);
+    if (c == NULL)
         return 1;
-    }
     if (gpu && (rc = gpu_ready(dir)) != 0) {
         gpuaesd_close(c);
         stop_detached(dir);
@@ -152,7 +185,7 @@ static int run_kill(const char *service)
     if (c == NULL)
         return test_report("service kill");
     /* killed at 300 ms: the client sees the socket close at once */
-    fault_during_job(c, pid, SIGKILL, 20000, 250, 2500);
+    fault_during_job(c, pid, SIGKILL, 20000, 250, 5000);
     TEST_CHECK(svc_job_check(c, 0, 4096, 1, 1000) == -1);   /* the connection stays dead */
     gpuaesd_close(c);
     /* a new service starts over the dead one's socket; stopped at 300 ms:
@@ -160,7 +193,7 @@ static int run_kill(const char *service)
     c = gpuaesd_connect(dir, service, (size_t)1 << 20, 20000, err, sizeof(err));
     TEST_CHECK(c != NULL && (pid2 = service_pid(dir)) > 0 && pid2 != pid);
     if (c != NULL) {
-        fault_during_job(c, pid2, SIGSTOP, 1500, 1500, 2500);
+        fault_during_job(c, pid2, SIGSTOP, 1500, 1500, 5000);
         kill(pid2, SIGKILL);
         kill(pid2, SIGCONT);
         gpuaesd_close(c);
