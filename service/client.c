@@ -1,0 +1,306 @@
+/*
+ * client.c - the client side of gpuaesd (include/gpuaesd_client.h): every
+ * wait is bounded by the caller's timeout, every reply checked
+ * (gpuaesd_check_reply) before it is believed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuaesd_client.h"
+#include "sockdir.h"
+
+extern char **environ;
+
+struct gpuaesd_conn {
+    int fd;
+    int dead;
+    unsigned char *seg;
+    size_t seg_size;
+    uint64_t next_id;
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+
+    nanosleep(&t, NULL);
+}
+
+static int resolve_dir(const char *dir, char *buf, size_t n)
+{
+    if (dir == NULL)
+        return gpuaesd_default_dir(buf, n);
+    if (strlen(dir) >= n)
+        return -1;
+    strcpy(buf, dir);
+    return 0;
+}
+
+/* One non-blocking connect; a full backlog (EAGAIN) is retried until the deadline. */
+static int dial_until(const char *dir, int64_t deadline)
+{
+    struct sockaddr_un sa;
+
+    if (gpuaesd_sock_addr(dir, &sa) != 0)
+        return -1;
+    for (;;) {
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+        if (fd < 0)
+            return -1;
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+            return fd;
+        close(fd);
+        if ((errno != EAGAIN && errno != EINTR) || now_ms() >= deadline)
+            return -1;
+        nap_ms(1);
+    }
+}
+
+/* Waits for fd to be readable (POLLIN) or writable until the deadline. */
+static int wait_fd(int fd, short ev, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        struct pollfd p = { fd, ev, 0 };
+        int r;
+
+        if (left <= 0)
+            return -1;
+        r = poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+        if (r > 0)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/* Sends one message (with fd when >= 0). */
+static int send_until(int fd, const void *m, size_t n, int pass_fd, int64_t deadline)
+{
+    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int))]; } cb;
+    struct iovec iov = { (void *)m, n };
+    struct msghdr mh = { 0 };
+
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    if (pass_fd >= 0) {
+        memset(&cb, 0, sizeof(cb));
+        mh.msg_control = cb.b;
+        mh.msg_controllen = sizeof(cb.b);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+    }
+    for (;;) {
+        ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+
+        if (w == (ssize_t)n)
+            return 0;
+        if (w >= 0 || (errno != EAGAIN && errno != EINTR) || wait_fd(fd, POLLOUT, deadline) != 0)
+            return -1;
+    }
+}
+
+/* One message of up to n bytes (a longer one is an error); its length or -1. */
+static ssize_t recv_until(int fd, void *m, size_t n, int64_t deadline)
+{
+    for (;;) {
+        ssize_t r = recv(fd, m, n, MSG_TRUNC);
+
+        if (r > 0)
+            return (size_t)r <= n ? r : -1;
+        if (r == 0 || (errno != EAGAIN && errno != EINTR) || wait_fd(fd, POLLIN, deadline) != 0)
+            return -1;
+    }
+}
+
+int gpuaesd_dial(const char *socket_dir, int timeout_ms)
+{
+    char dir[108], err[256];
+
+    if (resolve_dir(socket_dir, dir, sizeof(dir)) != 0 || gpuaesd_dir_check(dir, 0, err, sizeof(err)) != 0)
+        return -1;
+    return dial_until(dir, now_ms() + timeout_ms);
+}
+
+/* Starts the service detached; its first process exits once the service
+ * listens (or failed), so waiting for it is short.  Reaped here, within the
+ * deadline (an application that ignores SIGCHLD reaps it itself: ECHILD). */
+static int start_service(const char *path, const char *dir, int64_t deadline)
+{
+    char *argv[] = { (char *)"gpuaesd", (char *)"--socket-dir", (char *)dir, NULL };
+    posix_spawnattr_t a;
+    sigset_t none, all;
+    pid_t pid;
+    int rc, st;
+
+    if (posix_spawnattr_init(&a) != 0)
+        return -1;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setflags(&a, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setsigmask(&a, &none);
+    posix_spawnattr_setsigdefault(&a, &all);
+    rc = posix_spawn(&pid, path, NULL, &a, argv, environ);
+    posix_spawnattr_destroy(&a);
+    if (rc != 0)
+        return -1;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+
+        if (w == pid)
+            return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+        if (w < 0 && errno != EINTR)
+            return errno == ECHILD ? 0 : -1;
+        if (now_ms() >= deadline)
+            return -1;
+        nap_ms(1);
+    }
+}
+
+/* A sealed memfd of n bytes, mapped: the service refuses one it could be
+ * made to fault on (shrinkable). */
+static int make_segment(gpuaesd_conn *c, size_t n)
+{
+    int mfd = memfd_create("gpuaes-segment", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+    if (mfd < 0)
+        return -1;
+    if (ftruncate(mfd, (off_t)n) != 0
+        || fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0
+        || (c->seg = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) == MAP_FAILED) {
+        c->seg = NULL;
+        close(mfd);
+        return -1;
+    }
+    c->seg_size = n;
+    return mfd;
+}
+
+gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_t seg_size,
+                              int timeout_ms, char *err, size_t errn)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    char dir[108];
+    gpuaesd_conn *c = calloc(1, sizeof(*c));
+    gpuaesd_hello h = { 0 };
+    gpuaesd_hello_reply r;
+    int mfd = -1;
+    ssize_t n;
+
+    if (c == NULL || resolve_dir(socket_dir, dir, sizeof(dir)) != 0) {
+        snprintf(err, errn, "out of memory, or socket directory name too long");
+        free(c);
+        return NULL;
+    }
+    if (gpuaesd_dir_check(dir, service != NULL, err, errn) != 0) {
+        free(c);
+        return NULL;
+    }
+    c->fd = dial_until(dir, deadline);
+    if (c->fd < 0 && service != NULL && start_service(service, dir, deadline) == 0) {
+        /* Ours listens now; but if another starter's service won the lock,
+         * it may bind a moment after ours gave way. */
+        while ((c->fd = dial_until(dir, deadline)) < 0 && now_ms() < deadline)
+            nap_ms(5);
+    }
+    if (c->fd < 0) {
+        snprintf(err, errn, "no service answers in %s", dir);
+        free(c);
+        return NULL;
+    }
+    if ((mfd = make_segment(c, seg_size)) < 0) {
+        snprintf(err, errn, "memfd segment of %zu bytes: %s", seg_size, strerror(errno));
+        gpuaesd_close(c);
+        return NULL;
+    }
+    gpuaesd_hdr_init(&h.hdr, GPUAESD_HELLO, sizeof(h));
+    h.seg_size = seg_size;
+    h.pid = (uint32_t)getpid();
+    if (send_until(c->fd, &h, sizeof(h), mfd, deadline) != 0
+        || (n = recv_until(c->fd, &r, sizeof(r), deadline)) < 0
+        || gpuaesd_check_hello_reply(&r, (size_t)n) != 0 || r.status != GPUAESD_OK) {
+        snprintf(err, errn, "the service refused or did not answer the hello");
+        close(mfd);
+        gpuaesd_close(c);
+        return NULL;
+    }
+    close(mfd);                        /* both mappings keep the memory */
+    return c;
+}
+
+unsigned char *gpuaesd_segment(gpuaesd_conn *c, size_t *size)
+{
+    if (size != NULL)
+        *size = c->seg_size;
+    return c->seg;
+}
+
+int gpuaesd_submit(gpuaesd_conn *c, gpuaesd_job_req *req, gpuaesd_job_reply *rep, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    ssize_t n;
+
+    if (c == NULL || c->dead)
+        return -1;
+    gpuaesd_hdr_init(&req->hdr, GPUAESD_JOB, sizeof(*req));
+    req->id = ++c->next_id;
+    if (send_until(c->fd, req, sizeof(*req), -1, deadline) != 0
+        || (n = recv_until(c->fd, rep, sizeof(*rep), deadline)) < 0
+        || gpuaesd_check_reply(rep, (size_t)n, req) != 0) {
+        c->dead = 1;                   /* a late reply would be out of step: never read it */
+        return -1;
+    }
+    return 0;
+}
+
+void gpuaesd_close(gpuaesd_conn *c)
+{
+    if (c == NULL)
+        return;
+    if (c->seg != NULL)
+        munmap(c->seg, c->seg_size);
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c);
+}
+
+int gpuaesd_query_status(const char *socket_dir, gpuaesd_status_reply *st, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    int fd = gpuaesd_dial(socket_dir, timeout_ms);
+    gpuaesd_hdr h;
+    ssize_t n = -1;
+
+    if (fd < 0)
+        return -1;
+    gpuaesd_hdr_init(&h, GPUAESD_STATUS, sizeof(h));
+    if (send_until(fd, &h, sizeof(h), -1, deadline) == 0)
+        n = recv_until(fd, st, sizeof(*st), deadline);
+    close(fd);
+    return n >= 0 && gpuaesd_check_status_reply(st, (size_t)n) == 0 ? 0 : -1;
+}

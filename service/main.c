@@ -1,0 +1,247 @@
+/*
+ * main.c - gpuaesd: the per-user GPU service (docs/SERVICE.md).
+ *
+ *   gpuaesd [--socket-dir DIR] [--idle-exit SECONDS] [--foreground]
+ *   gpuaesd [--socket-dir DIR] --status
+ *
+ * One service per user and socket directory: a lock file in the directory
+ * (flock, released by the kernel however the service ends) decides which of
+ * two starting at once serves; the other exits 0.  Detached (the default),
+ * the first process returns once the service listens (exit 0) or failed
+ * (exit 1), so a starter knows when to connect.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpuaes_gpu.h"
+#include "gpuaesd_client.h"
+#include "service.h"
+#include "sockdir.h"
+
+static int log_on = 1;
+
+void gpuaesd_log(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!log_on)
+        return;
+    va_start(ap, fmt);
+    fprintf(stderr, "gpuaesd[%ld]: ", (long)getpid());
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: gpuaesd [--socket-dir DIR] [--idle-exit SECONDS] [--foreground] [--status]\n");
+    exit(2);
+}
+
+static int print_status(const char *dir)
+{
+    gpuaesd_status_reply st;
+
+    if (gpuaesd_query_status(dir, &st, 2000) != 0) {
+        printf("gpuaesd: not running\n");
+        return 3;
+    }
+    printf("gpuaesd: serving, pid %u, up %llu.%03llu s\n", st.service_pid,
+           (unsigned long long)(st.uptime_ms / 1000), (unsigned long long)(st.uptime_ms % 1000));
+    printf("clients: %u now (this query included), %llu in all, %llu refused (another uid)\n", st.clients,
+           (unsigned long long)st.clients_total, (unsigned long long)st.refused);
+    printf("jobs: %llu answered, %llu on the GPU (%llu bytes), %llu malformed\n",
+           (unsigned long long)st.jobs, (unsigned long long)st.jobs_gpu, (unsigned long long)st.bytes_gpu,
+           (unsigned long long)st.malformed);
+    printf("gpu: %s\n", st.gpu);
+    return 0;
+}
+
+/* Detaches: the caller's process waits for the service's word on a pipe and
+ * exits with it; the service goes on in a new session, cwd /, no inherited
+ * descriptor, stdin/out/err on /dev/null.  Returns the pipe's write end
+ * (in the service). */
+static int detach(void)
+{
+    int p[2], null;
+    pid_t pid;
+    char ok = 0;
+
+    if (pipe2(p, O_CLOEXEC) != 0 || (pid = fork()) < 0) {
+        perror("gpuaesd: fork");
+        exit(1);
+    }
+    if (pid > 0) {
+        close(p[1]);
+        while (read(p[0], &ok, 1) < 0 && errno == EINTR)
+            ;
+        _exit(ok == 1 ? 0 : 1);
+    }
+    close(p[0]);
+    setsid();
+    if (chdir("/") != 0)
+        _exit(1);
+    if ((null = open("/dev/null", O_RDWR | O_NOCTTY)) < 0)
+        _exit(1);
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    if (null > 2)
+        close(null);
+    log_on = 0;
+    return p[1];
+}
+
+/* The lock, then a socket bound and listening; -1 when another service holds the lock (*held). */
+static int listen_on(const char *dir, int *held)
+{
+    char lock[120];
+    struct sockaddr_un sa;
+    int lfd, fd;
+
+    *held = 0;
+    if (gpuaesd_dir_file(dir, GPUAESD_LOCK_NAME, lock, sizeof(lock)) != 0 || gpuaesd_sock_addr(dir, &sa) != 0)
+        return -1;
+    lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lfd < 0)
+        return -1;
+    if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
+        *held = errno == EWOULDBLOCK;
+        close(lfd);
+        return -1;
+    }
+    /* lfd stays open (and locked) until exit. */
+    unlink(sa.sun_path);               /* a dead service's socket */
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(sa.sun_path, 0600) != 0
+        || listen(fd, 64) != 0) {
+        gpuaesd_log("socket %s: %s", sa.sun_path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A new connection: only our own uid is served. */
+static void accept_one(int lfd)
+{
+    struct ucred cr;
+    socklen_t l = sizeof(cr);
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+    if (fd < 0)
+        return;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0 || l != sizeof(cr) || cr.uid != geteuid()) {
+        gpuaesd_count_refused();
+        gpuaesd_log("refused a connection of uid %ld (pid %ld)", (long)cr.uid, (long)cr.pid);
+        close(fd);
+        return;
+    }
+    gpuaesd_serve(fd, cr.pid);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir_arg = NULL;
+    char dir[108], err[256];
+    long idle_s = 60;
+    int foreground = 0, status = 0, ready = -1, held, lfd, sfd;
+    sigset_t sigs;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--socket-dir") == 0 && i + 1 < argc) {
+            dir_arg = argv[++i];
+        } else if (strcmp(argv[i], "--idle-exit") == 0 && i + 1 < argc) {
+            char *end;
+
+            idle_s = strtol(argv[++i], &end, 10);
+            if (*end != '\0' || idle_s < 0 || idle_s > 86400 * 365)
+                usage();
+        } else if (strcmp(argv[i], "--foreground") == 0) {
+            foreground = 1;
+        } else if (strcmp(argv[i], "--status") == 0) {
+            status = 1;
+        } else {
+            usage();
+        }
+    }
+    if (dir_arg != NULL && strlen(dir_arg) < sizeof(dir))
+        strcpy(dir, dir_arg);
+    else if (dir_arg != NULL || gpuaesd_default_dir(dir, sizeof(dir)) != 0)
+        usage();
+    if (status)
+        return print_status(dir);
+    if (!foreground) {
+        close_range(3, ~0U, 0);        /* nothing of the starter's */
+        ready = detach();
+    }
+    if (gpuaesd_dir_check(dir, 1, err, sizeof(err)) != 0) {
+        gpuaesd_log("%s", err);
+        return 1;
+    }
+    /* Signals: SIGTERM/SIGINT/SIGHUP through a signalfd (blocked in every
+     * thread, the GPU layer's included); no SIGPIPE (a client gone). */
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_SETMASK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+    lfd = listen_on(dir, &held);
+    if (lfd < 0 || sfd < 0) {
+        if (held)
+            gpuaesd_log("another gpuaesd serves %s", dir);
+        if (ready >= 0 && held)
+            (void)!write(ready, "\1", 1);   /* a service is there: the starter may connect */
+        return held ? 0 : 1;
+    }
+    gpuaesd_serve_init();
+    gpuaes_gpu_available();            /* starts the GPU's initialisation; jobs get BUSY until it is over */
+    gpuaesd_log("serving %s (idle exit %ld s)", dir, idle_s);
+    if (ready >= 0) {
+        (void)!write(ready, "\1", 1);
+        close(ready);
+    }
+    for (;;) {
+        struct pollfd p[2] = { { lfd, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+
+        if (poll(p, 2, 1000) < 0 && errno != EINTR)
+            break;
+        if (p[1].revents & POLLIN)
+            break;
+        if (p[0].revents & POLLIN)
+            accept_one(lfd);
+        if (idle_s > 0 && gpuaesd_clients() == 0
+            && gpuaesd_now_ms() - gpuaesd_last_activity_ms() >= (uint64_t)idle_s * 1000) {
+            gpuaesd_log("idle for %ld s: exiting", idle_s);
+            break;
+        }
+    }
+    /* Socket gone first: no new client can come; then the clients' ends. */
+    {
+        struct sockaddr_un sa;
+
+        if (gpuaesd_sock_addr(dir, &sa) == 0)
+            unlink(sa.sun_path);
+    }
+    close(lfd);
+    if (gpuaesd_clients_stop(5000) == 0)
+        gpuaes_gpu_shutdown();         /* wipes and frees what the layer holds */
+    return 0;
+}

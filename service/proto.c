@@ -1,0 +1,138 @@
+/*
+ * proto.c - validation of gpuaesd's messages (include/gpuaesd_proto.h), the
+ * one copy both ends use: the service checks every request with it before
+ * touching anything a request names, the client every reply.
+ */
+#include <string.h>
+
+#include "gpuaesd_proto.h"
+
+/* The structs are the wire format: no padding, sizes fixed. */
+_Static_assert(sizeof(gpuaesd_hdr) == 16, "gpuaesd_hdr");
+_Static_assert(sizeof(gpuaesd_hello) == 32, "gpuaesd_hello");
+_Static_assert(sizeof(gpuaesd_hello_reply) == 32, "gpuaesd_hello_reply");
+_Static_assert(sizeof(gpuaesd_job_req) == 120, "gpuaesd_job_req");
+_Static_assert(sizeof(gpuaesd_job_reply) == 88, "gpuaesd_job_reply");
+_Static_assert(sizeof(gpuaesd_status_reply) == 240, "gpuaesd_status_reply");
+
+static size_t type_size(enum gpuaesd_type t)
+{
+    switch (t) {
+    case GPUAESD_HELLO: return sizeof(gpuaesd_hello);
+    case GPUAESD_HELLO_REPLY: return sizeof(gpuaesd_hello_reply);
+    case GPUAESD_JOB: return sizeof(gpuaesd_job_req);
+    case GPUAESD_JOB_REPLY: return sizeof(gpuaesd_job_reply);
+    case GPUAESD_STATUS: return sizeof(gpuaesd_hdr);
+    case GPUAESD_STATUS_REPLY: return sizeof(gpuaesd_status_reply);
+    }
+    return 0;
+}
+
+void gpuaesd_hdr_init(gpuaesd_hdr *h, enum gpuaesd_type type, size_t size)
+{
+    h->magic = GPUAESD_MAGIC;
+    h->version = GPUAESD_VERSION;
+    h->type = (uint16_t)type;
+    h->size = (uint32_t)size;
+    h->reserved = 0;
+}
+
+int gpuaesd_check_hdr(const void *msg, size_t n, enum gpuaesd_type type)
+{
+    gpuaesd_hdr h;
+    size_t want = type_size(type);
+
+    if (msg == NULL || want == 0 || n != want)
+        return -1;
+    memcpy(&h, msg, sizeof(h));
+    if (h.magic != GPUAESD_MAGIC || h.version != GPUAESD_VERSION || h.type != (uint16_t)type
+        || h.size != want || h.reserved != 0)
+        return -1;
+    return 0;
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+    uint8_t acc = 0;
+
+    for (size_t i = 0; i < n; i++)
+        acc |= p[i];
+    return acc == 0;
+}
+
+int gpuaesd_check_hello(const void *msg, size_t n)
+{
+    gpuaesd_hello m;
+
+    if (gpuaesd_check_hdr(msg, n, GPUAESD_HELLO) != 0)
+        return -1;
+    memcpy(&m, msg, sizeof(m));
+    if (m.seg_size < GPUAESD_SEG_MIN || m.seg_size > GPUAESD_SEG_MAX || m.seg_size % 4096 != 0
+        || m.reserved != 0)
+        return -1;
+    return 0;
+}
+
+/* [off, off + len) inside [0, seg): no overflow (len <= seg checked first). */
+static int in_segment(uint64_t off, uint64_t len, uint64_t seg)
+{
+    return len <= seg && off <= seg - len;
+}
+
+int gpuaesd_check_request(const void *msg, size_t n, uint64_t seg_size, uint64_t max_job)
+{
+    gpuaesd_job_req r;
+    int ok;
+
+    if (gpuaesd_check_hdr(msg, n, GPUAESD_JOB) != 0)
+        return -1;
+    memcpy(&r, msg, sizeof(r));
+    ok = r.op >= GPUAESD_OP_ECB_ENCRYPT && r.op <= GPUAESD_OP_LAST
+        && (r.keylen == 16 || r.keylen == 24 || r.keylen == 32)
+        && all_zero(r.key + r.keylen, sizeof(r.key) - r.keylen)
+        && (r.op == GPUAESD_OP_GCM_ENCRYPT || r.op == GPUAESD_OP_GCM_DECRYPT || all_zero(r.h, 16))
+        && r.len != 0 && r.len % 16 == 0 && r.len <= max_job
+        && in_segment(r.in_off, r.len, seg_size) && in_segment(r.out_off, r.len, seg_size)
+        && (r.in_off == r.out_off || r.in_off + r.len <= r.out_off || r.out_off + r.len <= r.in_off);
+    memset(&r, 0, sizeof(r));          /* the key copy */
+    __asm__ __volatile__("" : : "r"(&r) : "memory");
+    return ok ? 0 : -1;
+}
+
+int gpuaesd_check_reply(const void *msg, size_t n, const gpuaesd_job_req *req)
+{
+    gpuaesd_job_reply r;
+
+    if (gpuaesd_check_hdr(msg, n, GPUAESD_JOB_REPLY) != 0 || req == NULL)
+        return -1;
+    memcpy(&r, msg, sizeof(r));
+    if (r.id != req->id || r.reserved != 0 || r.done > req->len || r.done % 16 != 0)
+        return -1;
+    switch (r.status) {
+    case GPUAESD_OK: return r.done == req->len ? 0 : -1;
+    case GPUAESD_BUSY:
+    case GPUAESD_EINVAL: return r.done == 0 ? 0 : -1;
+    case GPUAESD_FAILED: return 0;
+    default: return -1;
+    }
+}
+
+int gpuaesd_check_hello_reply(const void *msg, size_t n)
+{
+    gpuaesd_hello_reply r;
+
+    if (gpuaesd_check_hdr(msg, n, GPUAESD_HELLO_REPLY) != 0)
+        return -1;
+    memcpy(&r, msg, sizeof(r));
+    return r.status <= GPUAESD_ESEGMENT ? 0 : -1;
+}
+
+int gpuaesd_check_status_reply(const void *msg, size_t n)
+{
+    gpuaesd_status_reply r;
+
+    if (gpuaesd_check_hdr(msg, n, GPUAESD_STATUS_REPLY) != 0)
+        return -1;
+    memcpy(&r, msg, sizeof(r));
+    return memchr(r.gpu, '\0', sizeof(r.gpu)) != NULL ? 0 : -1;
+}

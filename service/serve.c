@@ -1,0 +1,379 @@
+/*
+ * serve.c - one thread per client (docs/SERVICE.md, "Step 1"): its hello and
+ * memfd segment, then its jobs, each checked (gpuaesd_check_request) before
+ * anything it names is touched and run by the GPU layer
+ * (include/gpuaes_gpu.h) on the client's shared memory.  A malformed request
+ * gets GPUAESD_EINVAL; a message that is not even framed right (size, magic,
+ * version, type) ends that client's connection.  Nothing here ends the
+ * service or another client.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuaes_gpu.h"
+#include "service.h"
+
+#define MAX_CLIENTS 256
+#define MAX_FDS 8                      /* fds one message may carry; more are dropped by the kernel */
+
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t table_empty = PTHREAD_COND_INITIALIZER;
+static int table[MAX_CLIENTS];         /* socket fds of connected clients, -1: free */
+static unsigned nclients;
+static int table_ready;
+
+static atomic_ullong n_total, n_refused, n_jobs, n_jobs_gpu, n_bytes_gpu, n_malformed;
+static _Atomic uint64_t last_activity, started_ms;
+
+uint64_t gpuaesd_now_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+void gpuaesd_wipe(void *p, size_t n)
+{
+    memset(p, 0, n);
+    __asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
+unsigned gpuaesd_clients(void)
+{
+    unsigned n;
+
+    pthread_mutex_lock(&table_lock);
+    n = nclients;
+    pthread_mutex_unlock(&table_lock);
+    return n;
+}
+
+uint64_t gpuaesd_last_activity_ms(void)
+{
+    return atomic_load(&last_activity);
+}
+
+void gpuaesd_count_refused(void)
+{
+    atomic_fetch_add(&n_refused, 1);
+}
+
+void gpuaesd_status_fill(gpuaesd_status_reply *st)
+{
+    memset(st, 0, sizeof(*st));
+    gpuaesd_hdr_init(&st->hdr, GPUAESD_STATUS_REPLY, sizeof(*st));
+    st->service_pid = (uint32_t)getpid();
+    st->clients = gpuaesd_clients();
+    st->clients_total = atomic_load(&n_total);
+    st->refused = atomic_load(&n_refused);
+    st->jobs = atomic_load(&n_jobs);
+    st->jobs_gpu = atomic_load(&n_jobs_gpu);
+    st->bytes_gpu = atomic_load(&n_bytes_gpu);
+    st->malformed = atomic_load(&n_malformed);
+    st->uptime_ms = gpuaesd_now_ms() - atomic_load(&started_ms);
+    strncpy(st->gpu, gpuaes_gpu_state(), sizeof(st->gpu) - 1);
+}
+
+/* One client's state. */
+typedef struct client {
+    int fd;
+    int slot;
+    pid_t pid;
+    unsigned char *seg;                /* its memfd, mapped; NULL before the hello */
+    uint64_t seg_size;
+} client;
+
+/* Receives one message (at most n bytes) and the first fd it carries (*rfd,
+ * -1 if none; every other fd is closed).  The length, 0 at the end, -1 on
+ * an error, -2 for a message longer than n (framing). */
+static ssize_t recv_msg(int fd, void *buf, size_t n, int *rfd)
+{
+    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int) * MAX_FDS)]; } cb;
+    struct iovec iov = { buf, n };
+    struct msghdr mh = { 0 };
+    ssize_t got;
+
+    *rfd = -1;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cb.b;
+    mh.msg_controllen = sizeof(cb.b);
+    do
+        got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+    while (got < 0 && errno == EINTR);
+    if (got >= 0) {
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                continue;
+            size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+            for (size_t i = 0; i < k; i++) {
+                int f;
+
+                memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                if (*rfd < 0)
+                    *rfd = f;
+                else
+                    close(f);
+            }
+        }
+    }
+    if (got > 0 && (mh.msg_flags & MSG_TRUNC))
+        return -2;
+    return got;
+}
+
+static int send_msg(int fd, const void *m, size_t n)
+{
+    ssize_t w;
+
+    do
+        w = send(fd, m, n, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    return w == (ssize_t)n ? 0 : -1;
+}
+
+/* Maps the memfd of a hello: it must be a sealed memfd (F_SEAL_SHRINK, so
+ * that the client cannot truncate it under us: a SIGBUS here) of at least
+ * seg_size bytes.  GPUAESD_OK or GPUAESD_ESEGMENT. */
+static uint32_t map_segment(client *c, int mfd, uint64_t seg_size)
+{
+    struct stat st;
+    int seals;
+    void *p;
+
+    if (mfd < 0)
+        return GPUAESD_ESEGMENT;
+    seals = fcntl(mfd, F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(mfd, &st) != 0 || !S_ISREG(st.st_mode)
+        || st.st_size < 0 || (uint64_t)st.st_size < seg_size)
+        return GPUAESD_ESEGMENT;
+    p = mmap(NULL, (size_t)seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+    if (p == MAP_FAILED)
+        return GPUAESD_ESEGMENT;
+    c->seg = p;
+    c->seg_size = seg_size;
+    return GPUAESD_OK;
+}
+
+static gpuaes_op op_of(uint32_t op)
+{
+    static const gpuaes_op map[] = {
+        [GPUAESD_OP_ECB_ENCRYPT] = GPUAES_ECB_ENCRYPT, [GPUAESD_OP_ECB_DECRYPT] = GPUAES_ECB_DECRYPT,
+        [GPUAESD_OP_CTR128] = GPUAES_CTR128, [GPUAESD_OP_CTR32] = GPUAES_CTR32,
+        [GPUAESD_OP_CBC_DECRYPT] = GPUAES_CBC_DECRYPT, [GPUAESD_OP_CFB128_DECRYPT] = GPUAES_CFB128_DECRYPT,
+        [GPUAESD_OP_GCM_ENCRYPT] = GPUAES_GCM_ENCRYPT, [GPUAESD_OP_GCM_DECRYPT] = GPUAES_GCM_DECRYPT,
+    };
+    return map[op];                    /* op was checked */
+}
+
+/* Runs a checked request on the GPU layer; fills the reply.  The key, its
+ * schedule and the job's secrets are wiped before returning. */
+static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
+{
+    gpuaes_job job;
+    gpuaes_key *key = gpuaes_key_new(r->key, r->keylen);
+
+    rep->status = GPUAESD_BUSY;
+    if (key == NULL)
+        return;
+    memset(&job, 0, sizeof(job));
+    job.op = op_of(r->op);
+    job.key = key;
+    memcpy(job.iv, r->iv, 16);
+    memcpy(job.h, r->h, 16);
+    job.in = c->seg + r->in_off;
+    job.out = c->seg + r->out_off;
+    job.len = (size_t)r->len;
+    gpuaes_gpu_run(&job);
+    gpuaes_key_free(key);
+    /* No caller's share: whatever is not done is the client's (done == cpu_from on OK). */
+    if (job.status == GPUAES_OK && job.done == job.len) {
+        rep->status = GPUAESD_OK;
+    } else if (job.status == GPUAES_BUSY || job.done == 0) {
+        rep->status = GPUAESD_BUSY;
+        job.done = 0;
+    } else {
+        rep->status = GPUAESD_FAILED;
+    }
+    rep->done = job.done;
+    memcpy(rep->iv, job.iv, 16);
+    memcpy(rep->iv_end, job.iv_end, 16);
+    if (job.done != 0)
+        memcpy(rep->ghash, job.ghash, 16);
+    if (job.done != 0) {
+        atomic_fetch_add(&n_jobs_gpu, 1);
+        atomic_fetch_add(&n_bytes_gpu, job.done);
+    }
+    gpuaesd_wipe(&job, sizeof(job));
+}
+
+/* One message: 0 to go on; -1 malformed, 1 the socket failed: drop the client. */
+static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
+{
+    gpuaesd_hdr h;
+
+    if (n < sizeof(h))
+        return -1;
+    memcpy(&h, m, sizeof(h));
+    if (h.type == GPUAESD_HELLO) {
+        gpuaesd_hello hello;
+        gpuaesd_hello_reply rep = { 0 };
+
+        if (c->seg != NULL || gpuaesd_check_hello(m, n) != 0)
+            return -1;
+        memcpy(&hello, m, sizeof(hello));
+        gpuaesd_hdr_init(&rep.hdr, GPUAESD_HELLO_REPLY, sizeof(rep));
+        rep.status = map_segment(c, *mfd, hello.seg_size);
+        rep.service_pid = (uint32_t)getpid();
+        rep.max_job = c->seg_size;
+        if (send_msg(c->fd, &rep, sizeof(rep)) != 0)
+            return 1;
+        return rep.status == GPUAESD_OK ? 0 : -1;
+    }
+    if (h.type == GPUAESD_STATUS) {
+        gpuaesd_status_reply st;
+
+        if (gpuaesd_check_hdr(m, n, GPUAESD_STATUS) != 0)
+            return -1;
+        gpuaesd_status_fill(&st);
+        return send_msg(c->fd, &st, sizeof(st)) == 0 ? 0 : 1;
+    }
+    if (h.type == GPUAESD_JOB && gpuaesd_check_hdr(m, n, GPUAESD_JOB) == 0) {
+        gpuaesd_job_req r;
+        gpuaesd_job_reply rep = { 0 };
+        int rc;
+
+        memcpy(&r, m, sizeof(r));
+        gpuaesd_hdr_init(&rep.hdr, GPUAESD_JOB_REPLY, sizeof(rep));
+        rep.id = r.id;
+        if (c->seg == NULL || gpuaesd_check_request(m, n, c->seg_size, c->seg_size) != 0) {
+            rep.status = GPUAESD_EINVAL;
+            atomic_fetch_add(&n_malformed, 1);
+        } else {
+            run_job(c, &r, &rep);
+        }
+        gpuaesd_wipe(&r, sizeof(r));
+        atomic_fetch_add(&n_jobs, 1);
+        atomic_store(&last_activity, gpuaesd_now_ms());
+        rc = send_msg(c->fd, &rep, sizeof(rep)) == 0 ? 0 : 1;
+        gpuaesd_wipe(&rep, sizeof(rep));
+        return rc;
+    }
+    return -1;                         /* framing */
+}
+
+static void *client_main(void *arg)
+{
+    client *c = arg;
+    /* Room for any valid message and more, so that an oversized one is seen as such. */
+    _Alignas(8) unsigned char m[512];
+
+    for (;;) {
+        int mfd;
+        ssize_t n = recv_msg(c->fd, m, sizeof(m), &mfd);
+        int rc = n > 0 ? handle(c, m, (size_t)n, &mfd) : n == -2 ? -1 : 1;
+
+        if (mfd >= 0)
+            close(mfd);                /* mapped or refused: the mapping keeps the memory */
+        if (rc < 0)
+            atomic_fetch_add(&n_malformed, 1);
+        if (rc != 0)
+            break;
+    }
+    gpuaesd_wipe(m, sizeof(m));        /* the last request's key */
+    if (c->seg != NULL)
+        munmap(c->seg, (size_t)c->seg_size);
+    close(c->fd);
+    pthread_mutex_lock(&table_lock);
+    table[c->slot] = -1;
+    if (--nclients == 0)
+        pthread_cond_broadcast(&table_empty);
+    pthread_mutex_unlock(&table_lock);
+    atomic_store(&last_activity, gpuaesd_now_ms());
+    gpuaesd_wipe(c, sizeof(*c));
+    free(c);
+    return NULL;
+}
+
+void gpuaesd_serve_init(void)
+{
+    pthread_mutex_lock(&table_lock);
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        table[i] = -1;
+    table_ready = 1;
+    atomic_store(&started_ms, gpuaesd_now_ms());
+    atomic_store(&last_activity, gpuaesd_now_ms());
+    pthread_mutex_unlock(&table_lock);
+}
+
+int gpuaesd_serve(int fd, pid_t pid)
+{
+    client *c = calloc(1, sizeof(*c));
+    pthread_attr_t a;
+    pthread_t t;
+    int slot = -1, ok = 0;
+
+    pthread_mutex_lock(&table_lock);
+    for (int i = 0; i < MAX_CLIENTS && slot < 0 && c != NULL; i++)
+        if (table[i] < 0)
+            slot = i;
+    if (slot >= 0) {
+        c->fd = fd;
+        c->slot = slot;
+        c->pid = pid;
+        table[slot] = fd;
+        nclients++;
+        if (pthread_attr_init(&a) == 0) {
+            pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+            ok = pthread_create(&t, &a, client_main, c) == 0;
+            pthread_attr_destroy(&a);
+        }
+        if (!ok) {
+            table[slot] = -1;
+            nclients--;
+        }
+    }
+    pthread_mutex_unlock(&table_lock);
+    if (!ok) {
+        free(c);
+        close(fd);
+        return -1;
+    }
+    atomic_fetch_add(&n_total, 1);
+    return 0;
+}
+
+int gpuaesd_clients_stop(int wait_ms)
+{
+    struct timespec until;
+    int left;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += wait_ms / 1000;
+    until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&table_lock);
+    for (int i = 0; table_ready && i < MAX_CLIENTS; i++)
+        if (table[i] >= 0)
+            shutdown(table[i], SHUT_RDWR);   /* its recv returns 0; a running job finishes first */
+    while (nclients != 0 && pthread_cond_timedwait(&table_empty, &table_lock, &until) == 0)
+        ;
+    left = (int)nclients;
+    pthread_mutex_unlock(&table_lock);
+    return left == 0 ? 0 : -1;
+}

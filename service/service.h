@@ -1,0 +1,44 @@
+/*
+ * service.h - gpuaesd's parts: main.c (options, start, the accept loop),
+ * serve.c (one thread per client: hello, segment, jobs), wipe.
+ */
+#ifndef GPUAESD_SERVICE_H
+#define GPUAESD_SERVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gpuaesd_proto.h"
+
+/* Before the first client. */
+void gpuaesd_serve_init(void);
+
+/* Serves the connected, uid-checked socket fd on a thread of its own (which
+ * closes it).  -1 when no thread could be made or the client table is full:
+ * then fd is closed here. */
+int gpuaesd_serve(int fd, pid_t pid);
+
+/* Clients connected now; the monotonic time (ms) of the last client
+ * activity (a job, a disconnect). */
+unsigned gpuaesd_clients(void);
+uint64_t gpuaesd_last_activity_ms(void);
+uint64_t gpuaesd_now_ms(void);
+
+/* A connection of another uid was refused. */
+void gpuaesd_count_refused(void);
+
+/* Shuts down every client's socket, and waits up to wait_ms for their
+ * threads to end.  0 when none is left. */
+int gpuaesd_clients_stop(int wait_ms);
+
+/* The status reply, as of now. */
+void gpuaesd_status_fill(gpuaesd_status_reply *st);
+
+/* Zeroes n bytes in a way the compiler keeps. */
+void gpuaesd_wipe(void *p, size_t n);
+
+/* Logs to stderr when it is a terminal or a file (foreground); never secrets. */
+void gpuaesd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

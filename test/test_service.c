@@ -1,0 +1,233 @@
+/*
+ * test_service.c - gpuaesd end to end (docs/SERVICE.md, "Tests").
+ *
+ *   test_service diff SERVICE [--gpu]   random jobs of every op, bit for bit
+ *   test_service kill SERVICE           SIGKILL / SIGSTOP while a client waits
+ *   test_service fuzz|uid|dir SERVICE   hostile input (test_service_hostile.c)
+ *
+ * diff starts the service the way a client will (detached, from its path;
+ * four clients at once, which must all get the one service) and checks every job against the default provider (service_util.c).
+ * --gpu (the real service): skipped (77) when it has no usable GPU.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "service_util.h"
+#include "testutil.h"
+
+int svc_run_fuzz(const char *service);
+int svc_run_uid(const char *service);
+int svc_run_dir(const char *service);
+
+#define SEG ((size_t)8 << 20)
+
+static long long now_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* SIGTERM to the service of dir (not our child), then until it is gone. */
+static void stop_detached(const char *dir)
+{
+    gpuaesd_status_reply st;
+
+    if (gpuaesd_query_status(dir, &st, 2000) == 0)
+        kill((pid_t)st.service_pid, SIGTERM);
+    TEST_CHECK(svc_wait_gone(dir, 20000) == 0);
+}
+
+/* --gpu: 0 once the service's GPU is up, 77 when it has none. */
+static int gpu_ready(const char *dir)
+{
+    gpuaesd_status_reply st;
+
+    for (int i = 0; i < 600; i++) {
+        if (gpuaesd_query_status(dir, &st, 2000) != 0)
+            return 1;
+        if (strncmp(st.gpu, "GPU not started", 15) != 0 && strncmp(st.gpu, "GPU starting", 12) != 0)
+            return strncmp(st.gpu, "no usable GPU", 13) == 0 || strncmp(st.gpu, "disabled", 8) == 0 ? 77 : 0;
+        usleep(50 * 1000);
+    }
+    return 1;
+}
+
+typedef struct { const char *dir, *service; gpuaesd_conn *c; } starter;
+
+static void *start_one(void *arg)
+{
+    starter *s = arg;
+    char err[256];
+
+    s->c = gpuaesd_connect(s->dir, s->service, SEG, 20000, err, sizeof(err));
+    if (s->c == NULL)
+        fprintf(stderr, "connect: %s\n", err);
+    return NULL;
+}
+
+/* Four clients start the service at once: all connect, to one service
+ * (the lock decides; the others give way).  The first connection is kept. */
+static gpuaesd_conn *start_race(const char *dir, const char *service)
+{
+    starter s[4];
+    pthread_t t[4];
+    gpuaesd_status_reply st;
+
+    for (int i = 0; i < 4; i++) {
+        s[i] = (starter){ dir, service, NULL };
+        TEST_CHECK(pthread_create(&t[i], NULL, start_one, &s[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 1; i < 4; i++) {
+        TEST_CHECK(s[i].c != NULL);
+        gpuaesd_close(s[i].c);
+    }
+    TEST_CHECK(gpuaesd_query_status(dir, &st, 2000) == 0 && st.clients_total == 5);  /* 4 + this query */
+    return s[0].c;
+}
+
+static int run_diff(const char *service, int gpu)
+{
+    char dir[64], cmd[512], line[256];
+    gpuaesd_conn *c;
+    gpuaesd_status_reply st;
+    FILE *p;
+    int rc;
+
+    svc_tmpdir(dir);
+    c = start_race(dir, service);
+    if (c == NULL)
+        return 1;
+    if (gpu && (rc = gpu_ready(dir)) != 0) {
+        gpuaesd_close(c);
+        stop_detached(dir);
+        svc_rmdir(dir);
+        return rc;
+    }
+    for (unsigned op = 1; op <= GPUAESD_OP_LAST; op++)
+        for (int i = 0; i < 12; i++)
+            TEST_CHECK(svc_job_check(c, op, i < 8 ? (size_t)64 << 10 : (size_t)3 << 20, 1, 60000) == 1);
+    for (int i = 0; i < 40; i++)
+        TEST_CHECK(svc_job_check(c, 0, (size_t)256 << 10, 1, 60000) == 1);
+    TEST_CHECK(gpuaesd_query_status(dir, &st, 2000) == 0);
+    printf("%llu jobs, %llu bytes on the (emulated) GPU\n", (unsigned long long)st.jobs,
+           (unsigned long long)st.bytes_gpu);
+    TEST_CHECK(st.jobs == 8 * 12 + 40 && st.jobs_gpu == st.jobs && st.malformed == 0 && st.clients == 2);
+    /* --status prints the same */
+    snprintf(cmd, sizeof(cmd), "%s --socket-dir %s --status", service, dir);
+    TEST_CHECK((p = popen(cmd, "r")) != NULL);
+    TEST_CHECK(p != NULL && fgets(line, sizeof(line), p) != NULL && strncmp(line, "gpuaesd: serving", 16) == 0);
+    if (p != NULL)
+        TEST_CHECK(pclose(p) == 0);
+    gpuaesd_close(c);
+    stop_detached(dir);
+    snprintf(cmd, sizeof(cmd), "%s --socket-dir %s --status >/dev/null", service, dir);
+    TEST_CHECK(WEXITSTATUS(system(cmd)) == 3);   /* not running */
+    svc_rmdir(dir);
+    return test_report("service diff");
+}
+
+typedef struct { pid_t pid; int sig; long ms; } later;
+
+static void *signal_later(void *arg)
+{
+    later *l = arg;
+
+    usleep((useconds_t)l->ms * 1000);
+    kill(l->pid, l->sig);
+    return NULL;
+}
+
+/* A job while the service is killed (SIGKILL) or stopped (SIGSTOP) after ms:
+ * the call must fail, in [min_ms, max_ms). */
+static void fault_during_job(gpuaesd_conn *c, pid_t pid, int sig, int timeout_ms, long min_ms, long max_ms)
+{
+    later l = { pid, sig, 300 };
+    pthread_t t;
+    long long t0 = now_ms(), took;
+
+    TEST_CHECK(pthread_create(&t, NULL, signal_later, &l) == 0);
+    TEST_CHECK(svc_job_check(c, 0, (size_t)64 << 10, 1, timeout_ms) == -1);
+    took = now_ms() - t0;
+    pthread_join(t, NULL);
+    if (took < min_ms || took >= max_ms)
+        fprintf(stderr, "signal %d: the call failed after %lld ms, not in [%ld, %ld)\n", sig, took, min_ms, max_ms);
+    TEST_CHECK(took >= min_ms && took < max_ms);
+}
+
+static pid_t service_pid(const char *dir)
+{
+    gpuaesd_status_reply st;
+
+    return gpuaesd_query_status(dir, &st, 5000) == 0 ? (pid_t)st.service_pid : -1;
+}
+
+static int run_kill(const char *service)
+{
+    char dir[64], err[256];
+    gpuaesd_conn *c;
+    pid_t pid, pid2;
+
+    svc_tmpdir(dir);
+    setenv("GPUAES_EMU_JOB_DELAY_MS", "3000", 1);     /* the service inherits it: every job takes 3 s */
+    c = gpuaesd_connect(dir, service, (size_t)1 << 20, 20000, err, sizeof(err));
+    TEST_CHECK(c != NULL && (pid = service_pid(dir)) > 0);
+    if (c == NULL)
+        return test_report("service kill");
+    /* killed at 300 ms: the client sees the socket close at once */
+    fault_during_job(c, pid, SIGKILL, 20000, 250, 5000);
+    TEST_CHECK(svc_job_check(c, 0, 4096, 1, 1000) == -1);   /* the connection stays dead */
+    gpuaesd_close(c);
+    /* a new service starts over the dead one's socket; stopped at 300 ms:
+     * the client's timeout (1.5 s) bounds the call */
+    c = gpuaesd_connect(dir, service, (size_t)1 << 20, 20000, err, sizeof(err));
+    TEST_CHECK(c != NULL && (pid2 = service_pid(dir)) > 0 && pid2 != pid);
+    if (c != NULL) {
+        fault_during_job(c, pid2, SIGSTOP, 1500, 1500, 5000);
+        kill(pid2, SIGKILL);
+        kill(pid2, SIGCONT);
+        gpuaesd_close(c);
+    }
+    /* and again, now without the delay: jobs are right */
+    unsetenv("GPUAES_EMU_JOB_DELAY_MS");
+    TEST_CHECK(svc_wait_gone(dir, 10000) == 0);
+    c = gpuaesd_connect(dir, service, (size_t)1 << 20, 20000, err, sizeof(err));
+    TEST_CHECK(c != NULL);
+    for (int i = 0; c != NULL && i < 16; i++)
+        TEST_CHECK(svc_job_check(c, 0, (size_t)64 << 10, 1, 20000) == 1);
+    gpuaesd_close(c);
+    stop_detached(dir);
+    svc_rmdir(dir);
+    return test_report("service kill");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_service diff|kill|fuzz|uid|dir SERVICE [--gpu]\n");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    test_seed(22);
+    if (strcmp(argv[1], "diff") == 0)
+        return run_diff(argv[2], argc > 3 && strcmp(argv[3], "--gpu") == 0);
+    if (strcmp(argv[1], "kill") == 0)
+        return run_kill(argv[2]);
+    if (strcmp(argv[1], "fuzz") == 0)
+        return svc_run_fuzz(argv[2]);
+    if (strcmp(argv[1], "uid") == 0)
+        return svc_run_uid(argv[2]);
+    if (strcmp(argv[1], "dir") == 0)
+        return svc_run_dir(argv[2]);
+    return 2;
+}
