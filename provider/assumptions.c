@@ -65,9 +65,9 @@ int assume_verify_at_load(gpuaes_prov *prov)
         for (int k = 0; k < OFFLOAD_KINDS; k++)
             prov->offload_min[k] = SIZE_MAX;
         prov->ks_enabled = 0;
-        ERR_raise_data(ERR_LIB_PROV, ERR_R_INIT_FAIL,
-                       "gpuaes: the default provider breaks %s (%s): GPU path off",
-                       checks[a].name, r.why);
+        GPUAES_RAISE_DATA(prov, ERR_R_INIT_FAIL,
+                          "gpuaes: the default provider breaks %s (%s): GPU path off",
+                          checks[a].name, r.why);
         gpuaes_debug("the default provider breaks %s (%s): GPU path off", checks[a].name, r.why);
         return 0;
     }

@@ -131,7 +131,7 @@ static void ks_fail(block_ctx *c, const char *what, const char *error)
 {
     /* Not a failure in a forked child or at exit: the GPU is just gone. */
     if (gpuaes_gpu_available())
-        offload_report_failure(what, error);
+        offload_report_failure(c->prov, what, error);
     if (ks_sync_fb(c)) {
         ks_end(c);
         c->ramp_left = SIZE_MAX;      /* this context stays on the CPU */
@@ -301,7 +301,7 @@ int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
     char err[160] = "";
 
     if (outsize < inl) {
-        ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
+        GPUAES_RAISE(c->prov, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
         return 0;
     }
     if (inl >= c->gpu_min && gpuaes_gpu_available()) {

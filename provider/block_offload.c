@@ -127,14 +127,15 @@ static int gpu_whole_blocks(block_ctx *c, unsigned char *out, const unsigned cha
             job.cpu_share = block_share;
             job.cpu_share_arg = &share;
         }
-        done = offload_run(&job);
+        done = offload_run(c->prov, &job);
         from = job.cpu_from;
     }
     /* A failed piece may have written part of its output (in place: its
      * input), so the update fails (the default provider's whole-block update
      * does not fail in practice). */
     if (share.failed)
-        ERR_raise_data(ERR_LIB_PROV, ERR_R_OPERATION_FAIL, "gpuaes: the CPU share of a GPU job failed");
+        GPUAES_RAISE_DATA(c->prov, ERR_R_OPERATION_FAIL,
+                          "gpuaes: the CPU share of a GPU job failed");
     ok = !share.failed && block_fb_resync(c, job.iv);
     if (ok && done < from) {
         ok = (pad_off || fb_set_padding(c, 0))
@@ -162,7 +163,7 @@ int block_gpu_update_ecb_cbc(block_ctx *c, unsigned char *out, size_t *outl, siz
     if (outlen < (c->nheld > 0 ? 2 : 1) * BLOCK)   /* no whole block for the GPU */
         return block_fb_update(c, out, outl, outsize, in, inl);
     if (outsize < outlen) {
-        ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
+        GPUAES_RAISE(c->prov, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
         return 0;
     }
     /* ASSUME_UPDATED_IV: the block before the held bytes */
@@ -201,7 +202,7 @@ int block_gpu_update_cfb_ctr(block_ctx *c, unsigned char *out, size_t *outl, siz
     unsigned char iv[BLOCK];
 
     if (outsize < inl) {
-        ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
+        GPUAES_RAISE(c->prov, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
         return 0;
     }
     if (!block_fb_get_num(c, &num))

@@ -92,6 +92,11 @@ void *block_newctx(void *provctx, const gpuaes_variant *var)
     return c;
 }
 
+const gpuaes_prov *block_prov_of(const void *vctx)
+{
+    return ((const block_ctx *)vctx)->prov;
+}
+
 void block_freectx(void *vctx)
 {
     block_ctx *c = vctx;
@@ -183,8 +188,8 @@ static int num_refused(const block_ctx *c, const OSSL_PARAM params[])
         || (p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_NUM)) == NULL
         || !OSSL_PARAM_get_uint(p, &num) || num < BLOCK)
         return 0;                     /* a value it cannot read: the fallback's error */
-    ERR_raise_data(ERR_LIB_PROV, ERR_R_PASSED_INVALID_ARGUMENT,
-                   "gpuaes: num %u is not below the block size (16)", num);
+    GPUAES_RAISE_DATA(c->prov, ERR_R_PASSED_INVALID_ARGUMENT,
+                      "gpuaes: num %u is not below the block size (16)", num);
     return 1;
 }
 
@@ -276,9 +281,9 @@ int block_fb_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsi
 }
 
 /* Only AEAD ciphers take data without output (AAD); the default provider would crash. */
-static __attribute__((noinline, cold)) int null_output(void)
+static __attribute__((noinline, cold)) int null_output(const block_ctx *c)
 {
-    ERR_raise(ERR_LIB_PROV, ERR_R_PASSED_NULL_PARAMETER);
+    GPUAES_RAISE(c->prov, ERR_R_PASSED_NULL_PARAMETER);
     return 0;
 }
 
@@ -384,7 +389,7 @@ int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     block_ctx *c = vctx;
 
     if (out == NULL && inl > 0)
-        return null_output();
+        return null_output(c);
     if (inl >= c->hot_max)
         return update_offload(c, out, outl, outsize, in, inl);
     if (c->track) {
@@ -429,7 +434,7 @@ int block_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     block_ctx *c = vctx;
 
     if (out == NULL && inl > 0) {
-        ERR_raise(ERR_LIB_PROV, ERR_R_PASSED_NULL_PARAMETER);
+        GPUAES_RAISE(c->prov, ERR_R_PASSED_NULL_PARAMETER);
         return 0;
     }
     /* Rare (EVP_Cipher on a context that ramped): the CPU, from the true position. */

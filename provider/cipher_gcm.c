@@ -59,6 +59,11 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
     return c;
 }
 
+const gpuaes_prov *gcm_prov_of(const void *vctx)
+{
+    return ((const gcm_ctx *)vctx)->prov;
+}
+
 void gcm_freectx(void *vctx)
 {
     gcm_ctx *c = vctx;
@@ -308,12 +313,12 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
             return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
         }
         if (outsize < inl) {
-            ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
+            GPUAES_RAISE(c->prov, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
             return 0;
         }
         *outl = 0;
         if (c->g.finished || !gcm_engine_final(c)) {
-            ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
+            GPUAES_RAISE(c->prov, PROV_R_CIPHER_OPERATION_FAILED);
             return 0;
         }
         return 1;
@@ -340,7 +345,7 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
             return 1;
         }
         if (!gcm_engine_start(c)) {
-            ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
+            GPUAES_RAISE(c->prov, PROV_R_CIPHER_OPERATION_FAILED);
             return 0;
         }
         /* fall through: the first data of a message on gpuaes's engine */
@@ -352,24 +357,24 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
         return 1;
     }
     if (c->g.finished) {
-        ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
+        GPUAES_RAISE(c->prov, PROV_R_CIPHER_OPERATION_FAILED);
         return 0;
     }
     if (out == NULL) {                /* AAD after data refused: ASSUME_GCM_AAD_BEFORE_DATA */
         if (!gcm_engine_aad(c, in, inl)) {
-            ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
+            GPUAES_RAISE(c->prov, PROV_R_CIPHER_OPERATION_FAILED);
             return 0;
         }
         *outl = inl;
         return 1;
     }
     if (outsize < inl) {
-        ERR_raise(ERR_LIB_PROV, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
+        GPUAES_RAISE(c->prov, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
         return 0;
     }
     if (c->g.datalen + inl > GCM_MAX_DATA || c->g.datalen + inl < c->g.datalen
         || !gcm_engine_update(c, out, in, inl)) {
-        ERR_raise(ERR_LIB_PROV, PROV_R_CIPHER_OPERATION_FAILED);
+        GPUAES_RAISE(c->prov, PROV_R_CIPHER_OPERATION_FAILED);
         return 0;
     }
     *outl = inl;
@@ -432,7 +437,7 @@ int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
     /* The last tag was made by our engine: it is ours; the rest is the fallback's.
      * (ASSUME_GCM_TAG_GET; the renamed entry: ASSUME_UNKNOWN_PARAMS_IGNORED) */
     if (tag->data_size == 0 || tag->data_size > BLOCK || !c->enc) {
-        ERR_raise(ERR_LIB_PROV, PROV_R_INVALID_TAG);
+        GPUAES_RAISE(c->prov, PROV_R_INVALID_TAG);
         return 0;
     }
     if (!OSSL_PARAM_set_octet_string(tag, c->tag, tag->data_size))

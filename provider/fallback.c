@@ -123,14 +123,14 @@ int fallback_load(gpuaes_prov *prov)
             if (first_name_is(a->algorithm_names, var->name))
                 break;
         if (a->algorithm_names == NULL) {
-            ERR_raise_data(ERR_LIB_PROV, ERR_R_INIT_FAIL,
-                           "gpuaes: the default provider has no %s", var->name);
+            GPUAES_RAISE_DATA(prov, ERR_R_INIT_FAIL,
+                              "gpuaes: the default provider has no %s", var->name);
             break;
         }
         take_functions(var->fallback, a);
         if (!complete(var->fallback)) {
-            ERR_raise_data(ERR_LIB_PROV, ERR_R_INIT_FAIL,
-                           "gpuaes: the default provider's %s lacks a function", var->name);
+            GPUAES_RAISE_DATA(prov, ERR_R_INIT_FAIL,
+                              "gpuaes: the default provider's %s lacks a function", var->name);
             break;
         }
     }

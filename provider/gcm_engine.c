@@ -311,13 +311,14 @@ static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, si
         job.cpu_share = gcm_share;
         job.cpu_share_arg = &share;
     }
-    *done = offload_run(&job);
+    *done = offload_run(c->prov, &job);
     from = job.cpu_from;
     memcpy(c->g.ctr, job.iv, BLOCK);
     if (gh && *done > 0)              /* Y = Y * H^n ^ S * H */
         y_fold(c, *done / BLOCK, job.ghash);
     if (share.failed) {               /* output in place may be lost: the update fails */
-        ERR_raise_data(ERR_LIB_PROV, ERR_R_OPERATION_FAIL, "gpuaes: the CPU share of a GPU job failed");
+        GPUAES_RAISE_DATA(c->prov, ERR_R_OPERATION_FAIL,
+                          "gpuaes: the CPU share of a GPU job failed");
         ok = 0;
     } else if (from < mid) {
         /* The gap, then the tail: Y = Y * H^t ^ Y_tail. */

@@ -18,6 +18,7 @@
 #include <openssl/core_dispatch.h>
 
 #include "gpuaes_gpu.h"
+#include "prov_err.h"
 
 /* The default provider's implementation of one cipher, as its dispatch table gives it. */
 typedef struct fallback_cipher {
@@ -48,6 +49,7 @@ typedef struct gpuaes_variant {
     size_t keylen;                         /* bytes */
     const OSSL_DISPATCH *dispatch;         /* our implementation */
     fallback_cipher *fallback;             /* the default provider's, resolved at load */
+    const OSSL_DISPATCH *dispatch_carry;   /* ours for a foreign core (provider.c, prov_err.h) */
 } gpuaes_variant;
 
 /* The GPU operations, each with its own offload threshold. */
@@ -69,6 +71,7 @@ enum { CPU_SHARE_OFF, CPU_SHARE_CTR, CPU_SHARE_ALL };
 /* Provider context: one per load of the module into a library context. */
 typedef struct gpuaes_prov {
     const OSSL_CORE_HANDLE *handle;
+    gpuaes_core_err err;                   /* the core's error upcalls (prov_err.h) */
     OSSL_LIB_CTX *fallback_libctx;         /* private: holds only the default provider */
     OSSL_PROVIDER *fallback_prov;
     void *fallback_provctx;
@@ -117,7 +120,7 @@ int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t keylen, si
  * error (queue, debug log, counter).  Returns job->done, the GPU prefix
  * (job->iv is the state at in + done); the caller completes the gap
  * [done, job->cpu_from) and continues from job->iv_end (gpuaes_gpu.h). */
-size_t offload_run(gpuaes_job *job);
+size_t offload_run(const gpuaes_prov *prov, gpuaes_job *job);
 uint64_t offload_gpu_bytes(void);
 uint64_t offload_cpu_share_bytes(void);   /* done by the callers' shares of GPU jobs */
 uint64_t offload_gpu_errors(void);
@@ -153,7 +156,7 @@ static inline int gpuaes_overlap_partial(const void *in, size_t inlen, const voi
 }
 
 /* A GPU keystream failure: error queue, debug log, gpu-errors (the bytes are done on the CPU). */
-void offload_report_failure(const char *what, const char *error);
+void offload_report_failure(const gpuaes_prov *prov, const char *what, const char *error);
 
 /* keystream_xor.c: the vectorised XOR of keystream ahead. */
 void ks_xor_init(void);
@@ -182,6 +185,7 @@ extern const size_t gpuaes_variant_count;
  */
 #define FAMILY_DECLARE(f)                                                     \
     void *f##_newctx(void *provctx, const gpuaes_variant *var);               \
+    const gpuaes_prov *f##_prov_of(const void *vctx);                         \
     OSSL_FUNC_cipher_freectx_fn f##_freectx;                                  \
     OSSL_FUNC_cipher_dupctx_fn f##_dupctx;                                    \
     OSSL_FUNC_cipher_encrypt_init_fn f##_einit;                               \

@@ -62,7 +62,7 @@ static offload_kind kind_of_op(gpuaes_op op)
     }
 }
 
-size_t offload_run(gpuaes_job *job)
+size_t offload_run(const gpuaes_prov *prov, gpuaes_job *job)
 {
     job->done = 0;
     job->cpu_from = job->len;
@@ -88,9 +88,9 @@ size_t offload_run(gpuaes_job *job)
         break;
     case GPUAES_FAILED:
         atomic_fetch_add_explicit(&gpu_errors, 1, memory_order_relaxed);
-        ERR_raise_data(ERR_LIB_PROV, ERR_R_OPERATION_FAIL,
-                       "gpuaes: GPU failed after %zu of %zu bytes (%s); completed on the CPU",
-                       job->done, job->cpu_from, job->error);
+        GPUAES_RAISE_DATA(prov, ERR_R_OPERATION_FAIL,
+                          "gpuaes: GPU failed after %zu of %zu bytes (%s); completed on the CPU",
+                          job->done, job->cpu_from, job->error);
         gpuaes_debug("GPU failed after %zu of %zu bytes: %s; completing on the CPU",
                      job->done, job->cpu_from, job->error);
         break;
@@ -98,11 +98,11 @@ size_t offload_run(gpuaes_job *job)
     return job->done;
 }
 
-void offload_report_failure(const char *what, const char *error)
+void offload_report_failure(const gpuaes_prov *prov, const char *what, const char *error)
 {
     atomic_fetch_add_explicit(&gpu_errors, 1, memory_order_relaxed);
-    ERR_raise_data(ERR_LIB_PROV, ERR_R_OPERATION_FAIL,
-                   "gpuaes: GPU %s failed (%s); completed on the CPU", what, error);
+    GPUAES_RAISE_DATA(prov, ERR_R_OPERATION_FAIL,
+                      "gpuaes: GPU %s failed (%s); completed on the CPU", what, error);
     gpuaes_debug("GPU %s failed: %s; completing on the CPU", what, error);
 }
 

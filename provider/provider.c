@@ -51,10 +51,95 @@ static int variant_get_params(size_t v, OSSL_PARAM params[])
     return fb->get_params != NULL && fb->get_params(params);
 }
 
+/*
+ * A foreign core (prov_err.h: the application's libcrypto is not the one
+ * gpuaes links) gets these tables: each function that can fail carries the
+ * errors the fallback left on the linked libcrypto's queue over to the
+ * core's when it fails.  The core's own libcrypto gets the plain functions:
+ * no cost on its path, and the errors are on its queue already.
+ */
+#define FAMILY_CARRY(f)                                                       \
+    static void *f##_dupctx_c(void *vctx)                                     \
+    {                                                                         \
+        void *r = f##_dupctx(vctx);                                           \
+                                                                              \
+        if (r == NULL)                                                        \
+            err_carry(f##_prov_of(vctx));                                     \
+        return r;                                                             \
+    }                                                                         \
+    static int f##_einit_c(void *vctx, const unsigned char *key, size_t keylen,\
+                           const unsigned char *iv, size_t ivlen,             \
+                           const OSSL_PARAM params[])                         \
+    {                                                                         \
+        return err_carry_failed(f##_prov_of(vctx),                            \
+                                f##_einit(vctx, key, keylen, iv, ivlen, params));\
+    }                                                                         \
+    static int f##_dinit_c(void *vctx, const unsigned char *key, size_t keylen,\
+                           const unsigned char *iv, size_t ivlen,             \
+                           const OSSL_PARAM params[])                         \
+    {                                                                         \
+        return err_carry_failed(f##_prov_of(vctx),                            \
+                                f##_dinit(vctx, key, keylen, iv, ivlen, params));\
+    }                                                                         \
+    static int f##_update_c(void *vctx, unsigned char *out, size_t *outl,     \
+                            size_t outsize, const unsigned char *in, size_t inl)\
+    {                                                                         \
+        return err_carry_failed(f##_prov_of(vctx),                            \
+                                f##_update(vctx, out, outl, outsize, in, inl));\
+    }                                                                         \
+    static int f##_final_c(void *vctx, unsigned char *out, size_t *outl,      \
+                           size_t outsize)                                    \
+    {                                                                         \
+        return err_carry_failed(f##_prov_of(vctx),                            \
+                                f##_final(vctx, out, outl, outsize));         \
+    }                                                                         \
+    static int f##_cipher_c(void *vctx, unsigned char *out, size_t *outl,     \
+                            size_t outsize, const unsigned char *in, size_t inl)\
+    {                                                                         \
+        return err_carry_failed(f##_prov_of(vctx),                            \
+                                f##_cipher(vctx, out, outl, outsize, in, inl));\
+    }                                                                         \
+    static int f##_get_ctx_params_c(void *vctx, OSSL_PARAM params[])          \
+    {                                                                         \
+        return err_carry_failed(f##_prov_of(vctx), f##_get_ctx_params(vctx, params));\
+    }                                                                         \
+    static int f##_set_ctx_params_c(void *vctx, const OSSL_PARAM params[])    \
+    {                                                                         \
+        return err_carry_failed(f##_prov_of(vctx), f##_set_ctx_params(vctx, params));\
+    }
+FAMILY_CARRY(block)
+FAMILY_CARRY(gcm)
+
+#define FAMILY_DISPATCH_CARRY(f)                                              \
+    { OSSL_FUNC_CIPHER_FREECTX, (void (*)(void))f##_freectx },                \
+    { OSSL_FUNC_CIPHER_DUPCTX, (void (*)(void))f##_dupctx_c },                \
+    { OSSL_FUNC_CIPHER_ENCRYPT_INIT, (void (*)(void))f##_einit_c },           \
+    { OSSL_FUNC_CIPHER_DECRYPT_INIT, (void (*)(void))f##_dinit_c },           \
+    { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))f##_update_c },                \
+    { OSSL_FUNC_CIPHER_FINAL, (void (*)(void))f##_final_c },                  \
+    { OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))f##_cipher_c },                \
+    { OSSL_FUNC_CIPHER_GET_CTX_PARAMS, (void (*)(void))f##_get_ctx_params_c },\
+    { OSSL_FUNC_CIPHER_SET_CTX_PARAMS, (void (*)(void))f##_set_ctx_params_c },\
+    { OSSL_FUNC_CIPHER_GETTABLE_PARAMS, (void (*)(void))f##_gettable_params },\
+    { OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,                                   \
+      (void (*)(void))f##_gettable_ctx_params },                              \
+    { OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,                                   \
+      (void (*)(void))f##_settable_ctx_params }
+
+/* get_params has no context to find the core by: its errors (a malformed
+ * parameter) stay on the linked libcrypto's queue under a foreign core. */
 #define VARIANT_DISPATCH(id, name, mode, keylen, family)                      \
     static void *id##_newctx(void *provctx)                                  \
     {                                                                         \
         return family##_newctx(provctx, &gpuaes_variants[V_##id]);           \
+    }                                                                         \
+    static void *id##_newctx_c(void *provctx)                                \
+    {                                                                         \
+        void *r = id##_newctx(provctx);                                       \
+                                                                              \
+        if (r == NULL)                                                        \
+            err_carry(provctx);                                               \
+        return r;                                                             \
     }                                                                         \
     static int id##_get_params(OSSL_PARAM params[])                           \
     {                                                                         \
@@ -65,19 +150,25 @@ static int variant_get_params(size_t v, OSSL_PARAM params[])
         { OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))id##_get_params },    \
         FAMILY_DISPATCH(family),                                             \
         { 0, NULL }                                                          \
+    };                                                                        \
+    static const OSSL_DISPATCH id##_dispatch_carry[] = {                     \
+        { OSSL_FUNC_CIPHER_NEWCTX, (void (*)(void))id##_newctx_c },          \
+        { OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))id##_get_params },    \
+        FAMILY_DISPATCH_CARRY(family),                                       \
+        { 0, NULL }                                                          \
     };
 GPUAES_CIPHERS(VARIANT_DISPATCH)
 
 const gpuaes_variant gpuaes_variants[] = {
 #define VARIANT_ENTRY(id, name, mode, keylen, family) \
-    { name, mode, keylen, id##_dispatch, &fallbacks[V_##id] },
+    { name, mode, keylen, id##_dispatch, &fallbacks[V_##id], id##_dispatch_carry },
     GPUAES_CIPHERS(VARIANT_ENTRY)
 };
 const size_t gpuaes_variant_count = V_COUNT;
 
 /* ---- The provider ---- */
 
-static OSSL_ALGORITHM algorithms[V_COUNT + 1];
+static OSSL_ALGORITHM algorithms[V_COUNT + 1], algorithms_carry[V_COUNT + 1];
 
 static const OSSL_PARAM *gpuaes_gettable_params(void *provctx)
 {
@@ -230,8 +321,12 @@ static int keystream_get_params(const gpuaes_prov *prov, OSSL_PARAM params[])
 
 static const OSSL_ALGORITHM *gpuaes_query(void *provctx, int operation_id, int *no_cache)
 {
+    const gpuaes_prov *prov = provctx;
+
     *no_cache = 0;
-    return operation_id == OSSL_OP_CIPHER ? algorithms : NULL;
+    if (operation_id != OSSL_OP_CIPHER)
+        return NULL;
+    return prov->err.foreign ? algorithms_carry : algorithms;
 }
 
 /* Loaded instances (one per library context): the last one out gives the
@@ -273,6 +368,8 @@ static void build_algorithms(void)
         algorithms[v].property_definition = "provider=gpuaes";
         algorithms[v].implementation = gpuaes_variants[v].dispatch;
         algorithms[v].algorithm_description = "AES on NVIDIA GPUs (gpuaes)";
+        algorithms_carry[v] = algorithms[v];
+        algorithms_carry[v].implementation = gpuaes_variants[v].dispatch_carry;
     }
 }
 
@@ -283,23 +380,28 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
     gpuaes_prov *prov;
 
-    for (; in->function_id != 0; in++)
-        if (in->function_id == OSSL_FUNC_CORE_GET_PARAMS)
-            core_get_params = OSSL_FUNC_core_get_params(in);
+    const OSSL_DISPATCH *d;
+
+    for (d = in; d->function_id != 0; d++)
+        if (d->function_id == OSSL_FUNC_CORE_GET_PARAMS)
+            core_get_params = OSSL_FUNC_core_get_params(d);
 
     prov = OPENSSL_zalloc(sizeof(*prov));
     if (prov == NULL)
         return 0;
     prov->handle = handle;
+    err_core_init(&prov->err, in);         /* first: the knobs' errors go there */
     settings_load(prov, core_get_params);
     gpuaes_gpu_configure(&prov->gpu);       /* before anything can use the GPU */
     ks_xor_init();
     if (!fallback_load(prov)) {
+        err_carry(prov);
         OPENSSL_free(prov);
         return 0;
     }
     (void)assume_verify_at_load(prov);     /* a failure turns the GPU path off */
     if (!CRYPTO_THREAD_run_once(&algorithms_once, build_algorithms)) {
+        err_carry(prov);
         fallback_unload(prov);
         OPENSSL_free(prov);
         return 0;

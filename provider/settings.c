@@ -279,14 +279,14 @@ static uint64_t knob_load(const gpuaes_prov *prov, const knob *k)
     return v;
 }
 
-static void report_bad(const knob *k, const char *name, const char *value, const char *why,
-                       uint64_t used)
+static void report_bad(const gpuaes_prov *prov, const knob *k, const char *name,
+                       const char *value, const char *why, uint64_t used)
 {
     char u[64];
 
     format_value(u, sizeof(u), k, used);
-    ERR_raise_data(ERR_LIB_PROV, PROV_R_INVALID_CONFIG_DATA,
-                   "gpuaes: bad value for %s: '%.64s' (%s); using %s", name, value, why, u);
+    GPUAES_RAISE_DATA(prov, PROV_R_INVALID_CONFIG_DATA,
+                      "gpuaes: bad value for %s: '%.64s' (%s); using %s", name, value, why, u);
     gpuaes_debug("bad value for %s: '%.64s' (%s); using %s", name, value, why, u);
 }
 
@@ -337,9 +337,9 @@ static void knob_load_one(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_
         v = ve;
     knob_store(prov, k, v);
     if (cnf != NULL && !cnf_ok)
-        report_bad(k, cnf_name, cnf, why_c, v);
+        report_bad(prov, k, cnf_name, cnf, why_c, v);
     if (env != NULL && !env_ok)
-        report_bad(k, env_name, env, why_e, v);
+        report_bad(prov, k, env_name, env, why_e, v);
 }
 
 void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_params)
@@ -359,9 +359,9 @@ void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_par
 
         format_bytes(t, sizeof(t), prov->ks_total);
         format_bytes(w, sizeof(w), prov->ks_max_window);
-        ERR_raise_data(ERR_LIB_PROV, PROV_R_INVALID_CONFIG_DATA,
-                       "gpuaes: keystream_total_bytes (%s) is less than one keystream_max_window (%s); "
-                       "keystream ahead off", t, w);
+        GPUAES_RAISE_DATA(prov, PROV_R_INVALID_CONFIG_DATA,
+                          "gpuaes: keystream_total_bytes (%s) is less than one "
+                          "keystream_max_window (%s); keystream ahead off", t, w);
         gpuaes_debug("keystream_total_bytes (%s) is less than one keystream_max_window (%s); "
                      "keystream ahead off", t, w);
         prov->ks_enabled = 0;

@@ -19,6 +19,22 @@ gpuaes_test(NAME bad_input COMMAND test_bad_input TIMEOUT 300)
 gpuaes_test(NAME bad_input_gpu COMMAND test_bad_input --gpu LABELS gpu TIMEOUT 300
   ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
 
+# Errors of gpuaes and of its fallback reach the application's queue once, as
+# the default provider's do (provider/prov_err.h); the program is also a core
+# of its own, as another libcrypto would be (the error upcalls).
+gpuaes_test_program(test_errors test_errors.c)
+target_link_libraries(test_errors PRIVATE api_util ${CMAKE_DL_LIBS})
+gpuaes_test(NAME errors COMMAND test_errors TIMEOUT 120)
+gpuaes_test(NAME errors_emu COMMAND test_errors LABELS emu TIMEOUT 120
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu)
+# The same seen from a program with its own libcrypto: the `cryptography`
+# wheel's (skipped where python3 has no cryptography).
+find_program(GPUAES_PYTHON3 python3)
+if(GPUAES_PYTHON3)
+  gpuaes_test(NAME wheel_errors_emu LABELS emu TIMEOUT 120 MODULE_DIR ${CMAKE_BINARY_DIR}/emu
+    COMMAND ${GPUAES_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/py/test_wheel_errors.py)
+endif()
+
 gpuaes_test_program(test_fork test_fork.c)
 target_link_libraries(test_fork PRIVATE api_util)
 gpuaes_test(NAME fork COMMAND test_fork TIMEOUT 300)
@@ -164,10 +180,10 @@ gpuaes_test(NAME settings COMMAND test_settings TIMEOUT 120 MODULE_DIR ${CMAKE_B
 add_executable(test_assumptions test_assumptions.c ${PROJECT_SOURCE_DIR}/provider/assumptions.c
   ${PROJECT_SOURCE_DIR}/provider/assume_block.c ${PROJECT_SOURCE_DIR}/provider/assume_gcm.c
   ${PROJECT_SOURCE_DIR}/provider/fallback.c ${PROJECT_SOURCE_DIR}/provider/debug.c
-  ${PROJECT_SOURCE_DIR}/provider/gcm_math.c)
+  ${PROJECT_SOURCE_DIR}/provider/gcm_math.c ${PROJECT_SOURCE_DIR}/provider/prov_err.c)
 target_include_directories(test_assumptions PRIVATE ${PROJECT_SOURCE_DIR}/provider ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(test_assumptions PRIVATE -Wall -Wextra -Wno-unused-parameter)
-target_link_libraries(test_assumptions PRIVATE OpenSSL::Crypto Threads::Threads)
+target_link_libraries(test_assumptions PRIVATE OpenSSL::Crypto Threads::Threads ${CMAKE_DL_LIBS})
 gpuaes_test(NAME assumptions COMMAND test_assumptions TIMEOUT 120)
 # The same checks at load (emulated module): one made to fail turns the GPU path off.
 gpuaes_test_program(test_assume_load test_assume_load.c)

@@ -19,16 +19,18 @@
 
 /* The variants gpuaes registers (provider.c's table, without our dispatch). */
 static fallback_cipher fb[15];
+#define V(name, mode, keylen, i) { name, mode, keylen, NULL, &fb[i], NULL }
 const gpuaes_variant gpuaes_variants[] = {
-    { "AES-128-ECB", MODE_ECB, 16, NULL, &fb[0] },  { "AES-192-ECB", MODE_ECB, 24, NULL, &fb[1] },
-    { "AES-256-ECB", MODE_ECB, 32, NULL, &fb[2] },  { "AES-128-CBC", MODE_CBC, 16, NULL, &fb[3] },
-    { "AES-192-CBC", MODE_CBC, 24, NULL, &fb[4] },  { "AES-256-CBC", MODE_CBC, 32, NULL, &fb[5] },
-    { "AES-128-CFB", MODE_CFB, 16, NULL, &fb[6] },  { "AES-192-CFB", MODE_CFB, 24, NULL, &fb[7] },
-    { "AES-256-CFB", MODE_CFB, 32, NULL, &fb[8] },  { "AES-128-CTR", MODE_CTR, 16, NULL, &fb[9] },
-    { "AES-192-CTR", MODE_CTR, 24, NULL, &fb[10] }, { "AES-256-CTR", MODE_CTR, 32, NULL, &fb[11] },
-    { "AES-128-GCM", MODE_GCM, 16, NULL, &fb[12] }, { "AES-192-GCM", MODE_GCM, 24, NULL, &fb[13] },
-    { "AES-256-GCM", MODE_GCM, 32, NULL, &fb[14] },
+    V("AES-128-ECB", MODE_ECB, 16, 0),  V("AES-192-ECB", MODE_ECB, 24, 1),
+    V("AES-256-ECB", MODE_ECB, 32, 2),  V("AES-128-CBC", MODE_CBC, 16, 3),
+    V("AES-192-CBC", MODE_CBC, 24, 4),  V("AES-256-CBC", MODE_CBC, 32, 5),
+    V("AES-128-CFB", MODE_CFB, 16, 6),  V("AES-192-CFB", MODE_CFB, 24, 7),
+    V("AES-256-CFB", MODE_CFB, 32, 8),  V("AES-128-CTR", MODE_CTR, 16, 9),
+    V("AES-192-CTR", MODE_CTR, 24, 10), V("AES-256-CTR", MODE_CTR, 32, 11),
+    V("AES-128-GCM", MODE_GCM, 16, 12), V("AES-192-GCM", MODE_GCM, 24, 13),
+    V("AES-256-GCM", MODE_GCM, 32, 14),
 };
+#undef V
 const size_t gpuaes_variant_count = sizeof(gpuaes_variants) / sizeof(gpuaes_variants[0]);
 
 static int wanted(const char *name, int argc, char **argv)
