@@ -394,7 +394,7 @@ static void remote_run(gpuaes_job *job)
         memcpy(seg, job->in + off, n);
         if (gpuaesd_submit(r.c, &req, &rep, (int)timeout) != 0) {
             OPENSSL_cleanse(&req, sizeof(req));
-            snprintf(job->error, sizeof(job->error), "gpuaesd did not answer within %u ms", timeout);
+            snprintf(job->error, sizeof(job->error), "gpuaesd gone or no answer within %u ms", timeout);
             lost(r);
             job->status = GPUAES_FAILED;
             return;

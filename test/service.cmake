@@ -53,3 +53,8 @@ gpuaes_test(NAME fork_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_
 gpuaes_test(NAME diff_service_absent_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service_run.sh
   ${CMAKE_BINARY_DIR}/emu/no-such-gpuaesd absent $<TARGET_FILE:test_diff> --iterations 8 --max-bytes 1M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 60)
+# SIGKILL of the service mid-run: the jobs in flight complete on the CPU, every
+# output is still right (test_diff without --gpu: errors are expected).
+gpuaes_test(NAME diff_service_killed_emu COMMAND ${_svc_run} killed $<TARGET_FILE:test_diff>
+  --threads 4 --iterations 32 --max-bytes 1M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)

@@ -4,9 +4,11 @@
 # tests run at once never share a service; then, unless told the service must
 # be absent, checks that the service ran jobs on its (emulated) GPU and stops it.
 #
-# usage: service_run.sh <gpuaesd binary> <expect: served|absent> <command...>
+# usage: service_run.sh <gpuaesd binary> <expect: served|absent|killed> <command...>
 # "absent": the binary is missing on purpose; the command must still pass, in
 # bounded time (ctest's timeout), and no service may answer afterwards.
+# "killed": the service is SIGKILLed once it serves, mid-run; the command must
+# still pass (jobs in flight complete on the CPU; a new service may start).
 set -u
 
 SERVICE=$1
@@ -16,7 +18,7 @@ TMP=$(mktemp -d) || exit 1
 DIR=$TMP/sock
 stop() {
     local pid
-    pid=$("$SERVICE" --socket-dir "$DIR" --status 2>/dev/null | sed -n 's/^gpuaesd: serving, pid \([0-9]*\).*/\1/p')
+    pid=$(pid_of)
     if [ -n "$pid" ]; then
         kill -TERM "$pid" 2>/dev/null
         for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
@@ -25,7 +27,27 @@ stop() {
 }
 trap stop EXIT
 
+pid_of() {
+    "$SERVICE" --socket-dir "$DIR" --status 2>/dev/null | sed -n 's/^gpuaesd: serving, pid \([0-9]*\).*/\1/p'
+}
+
 export GPUAES_GPU_BACKEND=service GPUAES_SERVICE_PATH=$SERVICE GPUAES_SERVICE_DIR=$DIR
+if [ "$EXPECT" = killed ]; then
+    "$@" & test_pid=$!
+    victim=
+    for _ in $(seq 200); do
+        victim=$(pid_of)
+        [ -n "$victim" ] && break
+        sleep 0.02
+    done
+    [ -n "$victim" ] || { echo "service_run: no service started"; wait $test_pid; exit 1; }
+    sleep 0.3
+    kill -KILL "$victim"
+    echo "service_run: killed gpuaesd $victim"
+    wait $test_pid || { echo "service_run: the test failed"; exit 1; }
+    echo "service_run: ok (the test passed across the kill)"
+    exit 0
+fi
 "$@" || { echo "service_run: the test failed"; exit 1; }
 
 if [ "$EXPECT" = absent ]; then
