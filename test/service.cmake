@@ -56,5 +56,5 @@ gpuaes_test(NAME diff_service_absent_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/ser
 # SIGKILL of the service mid-run: the jobs in flight complete on the CPU, every
 # output is still right (test_diff without --gpu: errors are expected).
 gpuaes_test(NAME diff_service_killed_emu COMMAND ${_svc_run} killed $<TARGET_FILE:test_diff>
-  --threads 4 --iterations 32 --max-bytes 1M
+  --threads 4 --iterations 64 --max-bytes 1M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)

@@ -7,7 +7,7 @@
 # usage: service_run.sh <gpuaesd binary> <expect: served|absent|killed> <command...>
 # "absent": the binary is missing on purpose; the command must still pass, in
 # bounded time (ctest's timeout), and no service may answer afterwards.
-# "killed": the service is SIGKILLed once it serves, mid-run; the command must
+# "killed": the service is SIGKILLed once it has answered jobs, mid-run; the command must
 # still pass (jobs in flight complete on the CPU; a new service may start).
 set -u
 
@@ -35,13 +35,15 @@ export GPUAES_GPU_BACKEND=service GPUAES_SERVICE_PATH=$SERVICE GPUAES_SERVICE_DI
 if [ "$EXPECT" = killed ]; then
     "$@" & test_pid=$!
     victim=
-    for _ in $(seq 200); do
-        victim=$(pid_of)
-        [ -n "$victim" ] && break
+    for _ in $(seq 500); do       # once it has answered jobs
+        if "$SERVICE" --socket-dir "$DIR" --status 2>/dev/null | grep -q '^jobs: [1-9]'; then
+            victim=$(pid_of)
+            break
+        fi
         sleep 0.02
     done
-    [ -n "$victim" ] || { echo "service_run: no service started"; wait $test_pid; exit 1; }
-    sleep 0.3
+    [ -n "$victim" ] || { echo "service_run: no service served"; wait $test_pid; exit 1; }
+    kill -0 $test_pid 2>/dev/null || { echo "service_run: the test ended before the kill"; exit 1; }
     kill -KILL "$victim"
     echo "service_run: killed gpuaesd $victim"
     wait $test_pid || { echo "service_run: the test failed"; exit 1; }
