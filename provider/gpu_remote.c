@@ -57,7 +57,7 @@ static struct {
     _Atomic int state;
     int disabled;
     unsigned timeout_ms;               /* a job's bound: this + its length at 1 GB/s */
-    long long retry_at;                /* R_DOWN: no new start before (ms) */
+    _Atomic long long retry_at;        /* R_DOWN: no new start before (ms) */
     long long backoff;
     unsigned gen;                      /* bumped when the service is lost */
     rconn idle[CONNS];
@@ -94,6 +94,20 @@ static void drop_locked(gpuaesd_conn *c)
     track(c, 0);
     R.nconns--;
     gpuaesd_close(c);
+}
+
+/* Fork: a start that is over is joined first (the child could not).  R.mu
+ * is not held across the fork: a posix_spawn that runs these handlers
+ * (sanitizers' does) from the start thread would deadlock on it. */
+static void at_fork_prepare(void)
+{
+    pthread_mutex_lock(&R.mu);
+    if (R.starter_joinable && atomic_load(&R.state) != R_STARTING
+        && !pthread_equal(R.starter, pthread_self())) {
+        pthread_join(R.starter, NULL);
+        R.starter_joinable = 0;
+    }
+    pthread_mutex_unlock(&R.mu);
 }
 
 /* The fork child must not use the parent's connections or segments (the
@@ -154,7 +168,7 @@ void gpu_remote_configure(int disable_gpu, unsigned timeout_ms)
     R.timeout_ms = timeout_ms;
     snprintf(R.dir, sizeof(R.dir), "%s", dir != NULL ? dir : "");
     find_service();
-    pthread_atfork(NULL, NULL, at_fork_child);
+    pthread_atfork(at_fork_prepare, NULL, at_fork_child);
     gpuaes_debug("service backend: gpuaesd %s, socket directory %s",
                  R.path[0] ? R.path : "(not found: connect only)", R.dir[0] ? R.dir : "(default)");
 }
@@ -212,10 +226,19 @@ static void kick_locked(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* An op the service answered BUSY for (its GPU starting, or unable to run
+ * it) is not sent again for BUSY_HOLD_MS: a BUSY answer costs the copy in. */
+#define BUSY_HOLD_MS 20
+static _Atomic long long busy_until[GPUAESD_OP_LAST + 1];
+
 static int remote_available(void)
 {
-    if (atomic_load_explicit(&R.state, memory_order_acquire) == R_UP)
+    int st = atomic_load_explicit(&R.state, memory_order_acquire);
+
+    if (st == R_UP)
         return 1;
+    if (R.disabled || st == R_STARTING || (st == R_DOWN && now_ms() < atomic_load(&R.retry_at)))
+        return 0;                      /* the common answers, without the lock */
     pthread_mutex_lock(&R.mu);
     kick_locked();
     pthread_mutex_unlock(&R.mu);
@@ -376,7 +399,9 @@ static void remote_run(gpuaes_job *job)
     memset(job->ghash_tail, 0, 16);
     state_at_end(job, job->iv_end);
     job->status = GPUAES_BUSY;
-    if (k == NULL || job->len == 0 || job->len % 16 != 0 || (r = take()).c == NULL)
+    if (k == NULL || job->len == 0 || job->len % 16 != 0
+        || now_ms() < atomic_load_explicit(&busy_until[wire_op(job->op)], memory_order_relaxed)
+        || (r = take()).c == NULL)
         return;
     seg = gpuaesd_segment(r.c, &segn);
     while (off < job->len) {
@@ -418,6 +443,8 @@ static void remote_run(gpuaes_job *job)
         if (rep.status != GPUAESD_OK) {
             if (off == 0 && rep.status == GPUAESD_BUSY) {
                 job->status = GPUAES_BUSY;
+                atomic_store_explicit(&busy_until[wire_op(job->op)], now_ms() + BUSY_HOLD_MS,
+                                      memory_order_relaxed);
             } else {
                 job->status = GPUAES_FAILED;
                 snprintf(job->error, sizeof(job->error), "gpuaesd answered status %u after %zu bytes",

@@ -58,3 +58,7 @@ gpuaes_test(NAME diff_service_absent_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/ser
 gpuaes_test(NAME diff_service_killed_emu COMMAND ${_svc_run} killed $<TARGET_FILE:test_diff>
   --threads 4 --iterations 64 --max-bytes 1M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+# A service whose GPU cannot run GCM answers BUSY for it: those jobs run on
+# the CPU (and are not sent again for a moment), the rest through the service.
+gpuaes_test(NAME kat_service_nogcm_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_kat> --gpu
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} GPUAES_EMU_NO_GCM=1 TIMEOUT 120)
