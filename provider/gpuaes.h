@@ -19,6 +19,7 @@
 
 #include "gpuaes_gpu.h"
 #include "prov_err.h"
+#include "gpu_backend.h"          /* routes the job calls to the chosen layer */
 
 /* The default provider's implementation of one cipher, as its dispatch table gives it. */
 typedef struct fallback_cipher {
@@ -89,6 +90,8 @@ typedef struct gpuaes_prov {
     size_t ks_total;                       /* pinned memory for keystream, process-wide */
     size_t ks_max_contexts;                /* keystream contexts at once, process-wide */
     int cpu_share;                         /* gpu_cpu_share: CPU_SHARE_* */
+    int gpu_backend;                       /* gpu_backend: gpu_backend_kind (gpu_backend.h) */
+    int service_timeout_ms;                /* service_timeout_ms: a job's bound, plus 1 ms per MB */
     gpuaes_gpu_settings gpu;               /* the GPU layer's knobs (gpuaes_gpu_configure) */
 } gpuaes_prov;
 

@@ -26,10 +26,11 @@ int offload_ruled_out(offload_kind kind)
  * The GPU's start-up costs 0.2-0.9 s and ~0.5 GiB of device memory.  It
  * starts only in a process that has already done gpu_start_bytes of work the
  * GPU could have taken, on the CPU (an explicit offload_min_bytes: at the
- * first such call), so short processes never pay for it.  The call that
- * crosses the threshold waits for it (gpuaes_gpu_wait): a process must not
+ * first such call), so short processes never pay for it.  In-process, the call
+ * that crosses the threshold waits for it (gpuaes_gpu_wait): a process must not
  * exit while the CUDA runtime starts on another thread, which crashed at exit
- * on the H200 (docs/DESIGN.md, "Threads, fork, errors, secrets").
+ * on the H200 (docs/DESIGN.md, "Threads, fork, errors, secrets").  With the
+ * service backend nothing waits: it is started in the background.
  */
 int offload_gpu_up(const gpuaes_prov *prov, size_t len)
 {
@@ -41,7 +42,7 @@ int offload_gpu_up(const gpuaes_prov *prov, size_t len)
         && atomic_fetch_add_explicit(&eligible, len, memory_order_relaxed) + len
                < prov->gpu_start_bytes)
         return 0;
-    return gpuaes_gpu_wait();
+    return GPU_BE()->start();
 }
 
 int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)

@@ -63,6 +63,10 @@ static const char *const share_names[] = {
     [CPU_SHARE_OFF] = "off", [CPU_SHARE_CTR] = "ctr", [CPU_SHARE_ALL] = "all", NULL
 };
 
+static const char *const backend_names[] = {
+    [GPU_BACKEND_INPROCESS] = "inprocess", [GPU_BACKEND_SERVICE] = "service", NULL
+};
+
 static const char *const fault_names[] = {
     [GPUAES_FAULT_NONE] = "none", [GPUAES_FAULT_ALLOC] = "alloc", [GPUAES_FAULT_COPYIN] = "copyin",
     [GPUAES_FAULT_LAUNCH] = "launch", [GPUAES_FAULT_COPYOUT] = "copyout", [GPUAES_FAULT_SYNC] = "sync",
@@ -110,6 +114,13 @@ static const knob knobs[] = {
     BOOL_KNOB("disable_gpu", "GPUAES_DISABLE_GPU", 0, GPU(disable_gpu)),
     { "gpu_cpu_share", "GPUAES_GPU_CPU_SHARE", KNOB_ENUM, CPU_SHARE_OFF, CPU_SHARE_ALL,
       CPU_SHARE_CTR, NULL, share_names, PROV(cpu_share) },
+    /* docs/SERVICE.md, "Step 2": jobs through gpuaesd instead of CUDA in the
+     * process.  A job the service does not answer within service_timeout_ms
+     * plus 1 ms per MB (1 GB/s, far below the GPU's rate) completes on the CPU. */
+    { "gpu_backend", "GPUAES_GPU_BACKEND", KNOB_ENUM, GPU_BACKEND_INPROCESS, GPU_BACKEND_SERVICE,
+      GPU_BACKEND_INPROCESS, NULL, backend_names, PROV(gpu_backend) },
+    COUNT_KNOB("service_timeout_ms", "GPUAES_SERVICE_TIMEOUT_MS", 1, 600000, 100,
+               PROV(service_timeout_ms)),
     COUNT_KNOB("device", "GPUAES_DEVICE", 0, GPUAES_DEVICE_MAX, 0, GPU(device)),
     { "fault", "GPUAES_FAULT", KNOB_ENUM, GPUAES_FAULT_NONE, GPUAES_FAULT_SYNC, GPUAES_FAULT_NONE,
       NULL, fault_names, GPU(fault) },

@@ -28,3 +28,37 @@ endforeach()
 # The real service on a GPU machine (skipped without a usable GPU).
 add_test(NAME service_diff_gpu COMMAND test_service diff $<TARGET_FILE:gpuaesd> --gpu)
 set_tests_properties(service_diff_gpu PROPERTIES LABELS "gpu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# Step 2: the provider's differential tests through the service
+# (GPUAES_GPU_BACKEND=service), the emulated module forced onto its GPU path,
+# each against its own service in a private socket directory
+# (service_run.sh, which also checks that the service ran jobs and stops it).
+# A 10 s job bound: a loaded CI host must not turn a slow answer into a
+# CPU fallback (counted as a GPU error) in a test of correctness.
+set(_svc_env GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_SERVICE_TIMEOUT_MS=10000)
+set(_svc_run ${CMAKE_CURRENT_SOURCE_DIR}/service_run.sh $<TARGET_FILE:gpuaesd_emu>)
+gpuaes_test(NAME kat_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_kat> --gpu
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+gpuaes_test(NAME diff_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
+  --threads 4 --iterations 8 --max-bytes 1M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+gpuaes_test(NAME params_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_params> --gpu
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+gpuaes_test(NAME bad_input_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_bad_input> --gpu
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+gpuaes_test(NAME fork_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_fork> --gpu
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+# gpuaesd missing: every call correct on the CPU, no hang (starts are retried
+# with a back-off of 1, 2, 4 ... s, in the background).
+gpuaes_test(NAME diff_service_absent_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service_run.sh
+  ${CMAKE_BINARY_DIR}/emu/no-such-gpuaesd absent $<TARGET_FILE:test_diff> --iterations 8 --max-bytes 1M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 60)
+# SIGKILL of the service mid-run: the jobs in flight complete on the CPU, every
+# output is still right (test_diff without --gpu: errors are expected).
+gpuaes_test(NAME diff_service_killed_emu COMMAND ${_svc_run} killed $<TARGET_FILE:test_diff>
+  --threads 4 --iterations 64 --max-bytes 1M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+# A service whose GPU cannot run GCM answers BUSY for it: those jobs run on
+# the CPU (and are not sent again for a moment), the rest through the service.
+gpuaes_test(NAME kat_service_nogcm_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_kat> --gpu
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} GPUAES_EMU_NO_GCM=1 TIMEOUT 120)

@@ -136,6 +136,8 @@ static const struct {
     { "copy_part", "GPUAES_COPY_PART", "0x", "256K" },
     { "copy_stream", "GPUAES_COPY_STREAM", "+1", "on" },
     { "gpu_memory_max", "GPUAES_GPU_MEMORY_MAX", "1T", "unlimited" },     /* K, M or G only */
+    { "gpu_backend", "GPUAES_GPU_BACKEND", "cuda", "inprocess" },
+    { "service_timeout_ms", "GPUAES_SERVICE_TIMEOUT_MS", "0", "100" },
 };
 #define NKNOBS (sizeof(knob_defaults) / sizeof(knob_defaults[0]))
 

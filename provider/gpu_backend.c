@@ -1,0 +1,44 @@
+/*
+ * gpu_backend.c - the in-process GPU layer as a backend, and the choice
+ * (gpu_backend.h).
+ */
+#define GPU_BACKEND_IMPL
+#include <pthread.h>
+
+#include "gpuaes.h"
+
+static const gpu_backend gpu_backend_inprocess = {
+    "inprocess",
+    gpuaes_gpu_available, gpuaes_gpu_wait, gpuaes_gpu_wait, gpuaes_gpu_supports,
+    gpuaes_gpu_description, gpuaes_gpu_started, gpuaes_gpu_state, gpuaes_gpu_run,
+    gpuaes_key_new, gpuaes_key_free, gpuaes_ks_window_new, gpuaes_gpu_shutdown
+};
+
+_Atomic(const gpu_backend *) gpu_backend_in_use = &gpu_backend_inprocess;
+
+static pthread_mutex_t choose_lock = PTHREAD_MUTEX_INITIALIZER;
+static int chosen;
+
+void gpu_backend_select(gpu_backend_kind kind, int disable_gpu, unsigned timeout_ms)
+{
+    pthread_mutex_lock(&choose_lock);
+    if (!chosen) {
+        chosen = 1;
+        if (kind == GPU_BACKEND_SERVICE) {
+            gpu_remote_configure(disable_gpu, timeout_ms);
+            atomic_store(&gpu_backend_in_use, &gpu_backend_service);
+        }
+        gpuaes_debug("GPU backend: %s", atomic_load(&gpu_backend_in_use)->name);
+    } else if (kind != gpu_backend_kind_in_use()) {
+        gpuaes_debug("gpu_backend %s ignored: this process already uses %s",
+                     kind == GPU_BACKEND_SERVICE ? "service" : "inprocess",
+                     atomic_load(&gpu_backend_in_use)->name);
+    }
+    pthread_mutex_unlock(&choose_lock);
+}
+
+gpu_backend_kind gpu_backend_kind_in_use(void)
+{
+    return atomic_load(&gpu_backend_in_use) == &gpu_backend_service ? GPU_BACKEND_SERVICE
+                                                                    : GPU_BACKEND_INPROCESS;
+}

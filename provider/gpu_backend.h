@@ -1,0 +1,69 @@
+/*
+ * gpu_backend.h - which GPU layer the provider's jobs go to (docs/SERVICE.md,
+ * "Step 2"): the in-process one (cuda/, or the emulator) or gpuaesd, the
+ * per-user service (gpu_remote.c).  One table of the job part of
+ * include/gpuaes_gpu.h, chosen once per process by the first provider load
+ * (knob gpu_backend) and never changed after.
+ *
+ * The macros below route the provider's calls of those functions through
+ * the table, so that the mode files keep calling the narrow interface by its
+ * own names.  gpu_backend.c and gpu_remote.c define GPU_BACKEND_IMPL to see
+ * the real functions.  Everything else of gpuaes_gpu.h (settings, memory,
+ * keystream statistics) stays the in-process layer's: in service mode it is
+ * never started and answers zeros.
+ */
+#ifndef GPUAES_GPU_BACKEND_H
+#define GPUAES_GPU_BACKEND_H
+
+#include <stdatomic.h>
+
+#include "gpuaes_gpu.h"
+
+typedef enum { GPU_BACKEND_INPROCESS, GPU_BACKEND_SERVICE } gpu_backend_kind;
+
+typedef struct gpu_backend {
+    const char *name;
+    int (*available)(void);
+    int (*wait)(void);
+    /* For the call that crossed gpu_start_bytes: in-process it waits for the
+     * start-up (offload.c says why); the service is started in the background
+     * and this never blocks. */
+    int (*start)(void);
+    int (*supports)(gpuaes_op op);
+    const char *(*description)(void);
+    int (*started)(void);
+    const char *(*state)(void);
+    void (*run)(gpuaes_job *job);
+    gpuaes_key *(*key_new)(const unsigned char *key, size_t keylen);
+    void (*key_free)(gpuaes_key *key);
+    gpuaes_ks_window *(*ks_window_new)(size_t cap);
+    void (*shutdown)(void);
+} gpu_backend;
+
+extern _Atomic(const gpu_backend *) gpu_backend_in_use;
+
+/* The first call in a process chooses; later ones keep that choice.
+ * disable_gpu: the service backend never starts or connects. */
+void gpu_backend_select(gpu_backend_kind kind, int disable_gpu, unsigned timeout_ms);
+gpu_backend_kind gpu_backend_kind_in_use(void);
+
+/* gpu_remote.c */
+extern const gpu_backend gpu_backend_service;
+void gpu_remote_configure(int disable_gpu, unsigned timeout_ms);
+
+#ifndef GPU_BACKEND_IMPL
+#define GPU_BE() atomic_load_explicit(&gpu_backend_in_use, memory_order_acquire)
+#define gpuaes_gpu_available() (GPU_BE()->available())
+#define gpuaes_gpu_wait() (GPU_BE()->wait())
+#define gpuaes_gpu_supports(op) (GPU_BE()->supports(op))
+#define gpuaes_gpu_description() (GPU_BE()->description())
+#define gpuaes_gpu_started() (GPU_BE()->started())
+#define gpuaes_gpu_state() (GPU_BE()->state())
+#define gpuaes_gpu_run(job) (GPU_BE()->run(job))
+#define gpuaes_key_new(key, keylen) (GPU_BE()->key_new((key), (keylen)))
+#define gpuaes_key_free(key) (GPU_BE()->key_free(key))
+#define gpuaes_ks_window_new(cap) (GPU_BE()->ks_window_new(cap))
+#define gpuaes_gpu_shutdown() (GPU_BE()->shutdown())
+#endif
+
+#endif

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# service_run.sh - runs a test program with the service backend
+# (GPUAES_GPU_BACKEND=service) against a private socket directory, so that
+# tests run at once never share a service; then, unless told the service must
+# be absent, checks that the service ran jobs on its (emulated) GPU and stops it.
+#
+# usage: service_run.sh <gpuaesd binary> <expect: served|absent|killed> <command...>
+# "absent": the binary is missing on purpose; the command must still pass, in
+# bounded time (ctest's timeout), and no service may answer afterwards.
+# "killed": the service is SIGKILLed once it has answered jobs, mid-run; the command must
+# still pass (jobs in flight complete on the CPU; a new service may start).
+set -u
+
+SERVICE=$1
+EXPECT=$2
+shift 2
+TMP=$(mktemp -d) || exit 1
+DIR=$TMP/sock
+stop() {
+    local pid
+    pid=$(pid_of)
+    if [ -n "$pid" ]; then
+        kill -TERM "$pid" 2>/dev/null
+        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    fi
+    rm -rf "$TMP"
+}
+trap stop EXIT
+
+pid_of() {
+    "$SERVICE" --socket-dir "$DIR" --status 2>/dev/null | sed -n 's/^gpuaesd: serving, pid \([0-9]*\).*/\1/p'
+}
+
+export GPUAES_GPU_BACKEND=service GPUAES_SERVICE_PATH=$SERVICE GPUAES_SERVICE_DIR=$DIR
+if [ "$EXPECT" = killed ]; then
+    "$@" & test_pid=$!
+    victim=
+    for _ in $(seq 500); do       # once it has answered jobs
+        if "$SERVICE" --socket-dir "$DIR" --status 2>/dev/null | grep -q '^jobs: [1-9]'; then
+            victim=$(pid_of)
+            break
+        fi
+        sleep 0.02
+    done
+    [ -n "$victim" ] || { echo "service_run: no service served"; wait $test_pid; exit 1; }
+    kill -0 $test_pid 2>/dev/null || { echo "service_run: the test ended before the kill"; exit 1; }
+    kill -KILL "$victim"
+    echo "service_run: killed gpuaesd $victim"
+    wait $test_pid || { echo "service_run: the test failed"; exit 1; }
+    echo "service_run: ok (the test passed across the kill)"
+    exit 0
+fi
+"$@" || { echo "service_run: the test failed"; exit 1; }
+
+if [ "$EXPECT" = absent ]; then
+    # the binary is missing: nothing may answer (checked with the real client's dial)
+    [ ! -S "$DIR/S.gpuaesd" ] || { echo "service_run: a socket appeared"; exit 1; }
+    echo "service_run: ok (no service, all on the CPU)"
+    exit 0
+fi
+status=$("$SERVICE" --socket-dir "$DIR" --status) || { echo "service_run: no service answers"; exit 1; }
+echo "$status"
+bytes=$(echo "$status" | sed -n 's/.* on the GPU (\([0-9]*\) bytes).*/\1/p')
+[ "${bytes:-0}" -gt 0 ] || { echo "service_run: no bytes went through the service"; exit 1; }
+echo "service_run: ok ($bytes bytes through the service)"
