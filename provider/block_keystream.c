@@ -130,7 +130,7 @@ void ks_end(block_ctx *c)
 static void ks_fail(block_ctx *c, const char *what, const char *error)
 {
     /* Not a failure in a forked child or at exit: the GPU is just gone. */
-    if (gpuaes_gpu_available())
+    if (gpu()->available())
         offload_report_failure(c->prov, what, error);
     if (ks_sync_fb(c)) {
         ks_end(c);
@@ -151,7 +151,7 @@ static void ks_topup(block_ctx *c)
         uint64_t start = (k->pos + k->lead + BLOCK - 1) & ~(uint64_t)(BLOCK - 1);
         gpuaes_status st;
 
-        if (x->w == NULL && (x->w = gpuaes_ks_window_new(c->prov->ks_max_window)) == NULL)
+        if (x->w == NULL && (x->w = gpu()->ks_window_new(c->prov->ks_max_window)) == NULL)
             return;                   /* pinned-memory limit: fewer windows */
         if (x->state == KW_DRAINING) {
             int r = gpuaes_ks_ready(x->w, err);
@@ -198,7 +198,7 @@ int ks_begin(block_ctx *c)
         || !block_fb_get_block(c, OSSL_CIPHER_PARAM_UPDATED_IV, iv) || num >= BLOCK)
         return 0;
     if (c->gpukey == NULL)
-        c->gpukey = gpuaes_key_new(c->key, c->var->keylen);
+        c->gpukey = gpu()->key_new(c->key, c->var->keylen);
     if (c->gpukey == NULL || !ks_context_claim(c))
         return 0;
     if ((k = OPENSSL_zalloc(sizeof(*k))) == NULL) {
@@ -304,7 +304,7 @@ int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
         GPUAES_RAISE(c->prov, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
         return 0;
     }
-    if (inl >= c->gpu_min && gpuaes_gpu_available()) {
+    if (inl >= c->gpu_min && gpu()->available()) {
         /* A large update: the whole-job GPU path, from the true position.
          * (Not asked of dispatch: a keystream context has the GPU
          * already, and this path retires the windows it jumps over.) */

@@ -105,7 +105,7 @@ void block_freectx(void *vctx)
         return;
     ks_end(c);
     c->fb->freectx(c->fbctx);
-    gpuaes_key_free(c->gpukey);
+    gpu()->key_free(c->gpukey);
     OPENSSL_clear_free(c, sizeof(*c));
 }
 
@@ -256,7 +256,7 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
         memcpy(c->key, key, c->var->keylen);
         c->key_set = 1;
         c->key_enc = enc;
-        gpuaes_key_free(c->gpukey);
+        gpu()->key_free(c->gpukey);
         c->gpukey = NULL;
     }
     if (iv != NULL && c->var->mode != MODE_ECB) {

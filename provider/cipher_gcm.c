@@ -195,7 +195,7 @@ static void take_key(gcm_ctx *c, const unsigned char *key)
     memcpy(c->key, key, c->var->keylen);
     c->key_set = 1;
     c->g.keyed = 0;
-    gpuaes_key_free(c->g.gpukey);
+    gpu()->key_free(c->g.gpukey);
     c->g.gpukey = NULL;
 }
 

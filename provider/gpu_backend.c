@@ -2,7 +2,6 @@
  * gpu_backend.c - the in-process GPU layer as a backend, and the choice
  * (gpu_backend.h).
  */
-#define GPU_BACKEND_IMPL
 #include <pthread.h>
 
 #include "gpuaes.h"

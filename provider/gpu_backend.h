@@ -5,12 +5,9 @@
  * include/gpuaes_gpu.h, chosen once per process by the first provider load
  * (knob gpu_backend) and never changed after.
  *
- * The macros below route the provider's calls of those functions through
- * the table, so that the mode files keep calling the narrow interface by its
- * own names.  gpu_backend.c and gpu_remote.c define GPU_BACKEND_IMPL to see
- * the real functions.  Everything else of gpuaes_gpu.h (settings, memory,
- * keystream statistics) stays the in-process layer's: in service mode it is
- * never started and answers zeros.
+ * The provider calls the job part through gpu() (gpu()->run(job)); the
+ * rest of gpuaes_gpu.h (settings, memory, keystream statistics) stays the
+ * in-process layer's: in service mode it is never started and answers zeros.
  */
 #ifndef GPUAES_GPU_BACKEND_H
 #define GPUAES_GPU_BACKEND_H
@@ -51,19 +48,10 @@ gpu_backend_kind gpu_backend_kind_in_use(void);
 extern const gpu_backend gpu_backend_service;
 void gpu_remote_configure(int disable_gpu, unsigned timeout_ms);
 
-#ifndef GPU_BACKEND_IMPL
-#define GPU_BE() atomic_load_explicit(&gpu_backend_in_use, memory_order_acquire)
-#define gpuaes_gpu_available() (GPU_BE()->available())
-#define gpuaes_gpu_wait() (GPU_BE()->wait())
-#define gpuaes_gpu_supports(op) (GPU_BE()->supports(op))
-#define gpuaes_gpu_description() (GPU_BE()->description())
-#define gpuaes_gpu_started() (GPU_BE()->started())
-#define gpuaes_gpu_state() (GPU_BE()->state())
-#define gpuaes_gpu_run(job) (GPU_BE()->run(job))
-#define gpuaes_key_new(key, keylen) (GPU_BE()->key_new((key), (keylen)))
-#define gpuaes_key_free(key) (GPU_BE()->key_free(key))
-#define gpuaes_ks_window_new(cap) (GPU_BE()->ks_window_new(cap))
-#define gpuaes_gpu_shutdown() (GPU_BE()->shutdown())
-#endif
+/* The GPU layer this process's jobs go to: gpu()->run(job). */
+static inline const gpu_backend *gpu(void)
+{
+    return atomic_load_explicit(&gpu_backend_in_use, memory_order_acquire);
+}
 
 #endif

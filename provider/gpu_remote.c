@@ -14,7 +14,6 @@
  * tried after a back-off.  Keystream windows are not served yet: NULL.
  */
 #define _GNU_SOURCE                    /* dladdr */
-#define GPU_BACKEND_IMPL
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>

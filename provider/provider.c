@@ -210,7 +210,7 @@ static const char *provider_name(void)
 {
     static _Thread_local char buf[320];
 
-    snprintf(buf, sizeof(buf), "gpuaes: AES on NVIDIA GPUs through CUDA [%s]", gpuaes_gpu_state());
+    snprintf(buf, sizeof(buf), "gpuaes: AES on NVIDIA GPUs through CUDA [%s]", gpu()->state());
     return buf;
 }
 
@@ -253,10 +253,10 @@ static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
     if (p != NULL && !OSSL_PARAM_set_int(p, 1))
         return 0;
     p = OSSL_PARAM_locate(params, "gpu");
-    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, gpuaes_gpu_description()))
+    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, gpu()->description()))
         return 0;
     p = OSSL_PARAM_locate(params, "gpu-available");
-    if (p != NULL && !OSSL_PARAM_set_int(p, gpuaes_gpu_wait()))
+    if (p != NULL && !OSSL_PARAM_set_int(p, gpu()->wait()))
         return 0;
     p = OSSL_PARAM_locate(params, "gpu-bytes");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, offload_gpu_bytes()))
@@ -347,7 +347,7 @@ static void gpuaes_teardown(void *provctx)
     fallback_unload(prov);
     OPENSSL_free(prov);
     if (atomic_fetch_sub(&instances, 1) == 1)
-        gpuaes_gpu_shutdown();
+        gpu()->shutdown();
 }
 
 static const OSSL_DISPATCH provider_functions[] = {
