@@ -326,6 +326,9 @@ int svc_run_fuzz(const char *service)
     TEST_CHECK(good != NULL);
     if (good == NULL)
         return test_report("service fuzz");
+    /* base may count a descriptor of the good client's start still in
+     * flight (seen under ASan on a loaded machine): "none kept" is then
+     * "not more than at the start" */
     base = count_fds(pid);
     /* connections that say nothing, held through it all */
     for (int i = 0; i < 6; i++)
@@ -341,13 +344,24 @@ int svc_run_fuzz(const char *service)
     }
     for (int i = 0; i < 6; i++)
         close(held[i]);
-    /* every hostile connection's thread gone, no descriptor kept */
+    /* every hostile connection's thread gone, no descriptor kept; the
+     * descriptors are counted before the status query, whose own connection
+     * the service may still hold for a moment after it answered */
     for (int i = 0; i < 500; i++) {
-        if (gpuaesd_query_status(dir, &st, 2000) == 0 && st.clients == 2 && (fds = count_fds(pid)) == base)
+        fds = count_fds(pid);
+        if (fds <= base && gpuaesd_query_status(dir, &st, 2000) == 0 && st.clients == 2)
             break;
         usleep(10 * 1000);
     }
-    TEST_CHECK(fds == base);
+    if (fds > base) {
+        char cmd[96];
+
+        fprintf(stderr, "service descriptors: %d, %d at the start:\n", fds, base);
+        snprintf(cmd, sizeof(cmd), "ls -l /proc/%ld/fd >&2", (long)pid);
+        if (system(cmd) != 0)
+            fprintf(stderr, "(could not list them)\n");
+    }
+    TEST_CHECK(fds <= base);
     TEST_CHECK(st.malformed > 0 && st.clients == 2);
     gpuaesd_close(good);
     TEST_CHECK(svc_stop(pid) == 0);    /* a clean exit: no sanitizer finding, no leak */
