@@ -18,25 +18,26 @@
 typedef enum { MSG_FALLBACK, MSG_UNDECIDED, MSG_GPU } msg_engine;
 
 typedef struct gcm_ctx {
-    const gpuaes_prov *prov;
-    const gpuaes_variant *var;
+    /* Hot: what a small record's calls read, in the first cache line. */
     const fallback_cipher *fb;        /* default provider's AES-GCM */
+    void *fbctx;
+    const gpuaes_prov *prov;
+    msg_engine msg;
+    int tls;                          /* TLS params seen: records stay on the fallback */
+    int tag_ours;                     /* the last tag made was our engine's (else the fallback's) */
+    int enc;
+    size_t naad;
+    const gpuaes_variant *var;
     const fallback_cipher *ecb;       /* default provider's AES-ECB of the same key size */
     const fallback_cipher *ctr;       /* ... and AES-CTR */
-    void *fbctx;
-    int enc;
-    int tls;                          /* TLS params seen: records stay on the fallback */
-    unsigned char key[32];
     int key_set;
-    unsigned char iv[128];
-    size_t ivlen;
     int iv_set;
-    msg_engine msg;
+    size_t ivlen;
     unsigned char aad[AAD_STASH];     /* AAD of an undecided message, not yet in the segment */
-    size_t naad;
+    unsigned char key[32];
+    unsigned char iv[128];
     unsigned char tag[BLOCK];         /* decrypt: expected; encrypt: computed at final */
     size_t taglen;
-    int tag_ours;                     /* the last tag made was our engine's (else the fallback's) */
     /* gpuaes's own GCM engine (msg == MSG_GPU) */
     struct {
         void *seg;                    /* default GCM, zero IV: GHASH of a segment, as AAD */
