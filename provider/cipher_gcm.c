@@ -124,11 +124,14 @@ static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
     if (params == NULL)
         return;
     for (const OSSL_PARAM *p = params; p->key != NULL; p++) {
-        if (key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD)
-            || key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED)
-            || key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV)) {
-            c->tls = 1;
-            c->msg = MSG_FALLBACK;
+        if (p->key[0] == 't' && p->key[1] == 'l') {
+            /* In TLS mode (all on the fallback) these say nothing new. */
+            if (!c->tls && (key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD)
+                            || key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED)
+                            || key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV))) {
+                c->tls = 1;
+                c->msg = MSG_FALLBACK;
+            }
         } else if (ivlen == NULL && key_is(p->key, OSSL_CIPHER_PARAM_AEAD_IVLEN)) {
             ivlen = p;
         } else if (tag == NULL && key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TAG)) {
