@@ -9,6 +9,7 @@
 #define GPUAES_GCM_CTX_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include "gpuaes.h"
 
@@ -66,12 +67,32 @@ typedef struct gcm_ctx {
 } gcm_ctx;
 
 /* gcm_engine.c: gpuaes's own GCM engine (c->g).  Each returns 1 on success. */
-/* A new IV: the engine's message state starts afresh (cannot fail). */
-void gcm_engine_new_message(gcm_ctx *c);
+/* A new IV: the engine's message state starts afresh (cannot fail; inline:
+ * every TLS 1.3 record). */
+static inline void gcm_engine_new_message(gcm_ctx *c)
+{
+    memset(&c->g.ctr, 0, sizeof(c->g.ctr));
+    memset(c->g.y, 0, sizeof(c->g.y));
+    c->g.y_zero = 1;
+    c->g.seg_live = 0;
+    c->g.seg_bytes = 0;
+    c->g.mres = 0;
+    c->g.aadlen = c->g.datalen = 0;
+    c->g.finished = 0;
+    c->g.ghash_dead = 0;
+}
 /* Starts it for this message: counter, E_K(J0), stashed AAD; c->msg = MSG_GPU. */
 int gcm_engine_start(gcm_ctx *c);
-/* AAD of an undecided message: stashed, or into the engine's GHASH. */
-int gcm_engine_stash_aad(gcm_ctx *c, const unsigned char *in, size_t inl);
+/* AAD of an undecided message: stashed, or (too much) into the engine's GHASH. */
+int gcm_engine_stash_overflow(gcm_ctx *c, const unsigned char *in, size_t inl);
+static inline int gcm_engine_stash_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
+{
+    if (inl > AAD_STASH - c->naad)
+        return gcm_engine_stash_overflow(c, in, inl);
+    memcpy(c->aad + c->naad, in, inl);
+    c->naad += inl;
+    return 1;
+}
 /* AAD of a message on the engine (refused after data). */
 int gcm_engine_aad(gcm_ctx *c, const unsigned char *in, size_t inl);
 /* len bytes of data in -> out (whole blocks on the GPU when large). */
