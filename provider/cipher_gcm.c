@@ -374,7 +374,8 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
     case MSG_FALLBACK:
         return fb_update_timed(c, out, outl, outsize, in, inl);
     case MSG_UNDECIDED:
-        /* (Its AAD: gcm_update.)  The first data decides; the dispatcher is
+        /* (Its AAD: update_undecided; an empty one without input comes
+         * here and decides nothing.)  The first data decides; the dispatcher is
          * asked last (it counts).  Partly overlapping buffers: the default
          * provider's bytes. */
         if (inl == 0 || !gpu_possible(c) || gpuaes_overlap_partial(in, inl, out, inl)
@@ -454,11 +455,9 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
 {
     gcm_ctx *c = vctx;
 
-    if (in == NULL && inl > 0)        /* a final's form */
-        return update_engine(c, out, outl, outsize, in, inl);
-    if (c->msg == MSG_FALLBACK && inl < DISPATCH_SAMPLE)
+    if (c->msg == MSG_FALLBACK && inl < DISPATCH_SAMPLE && in != NULL)
         return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
-    if (c->msg == MSG_UNDECIDED)
+    if (c->msg == MSG_UNDECIDED && in != NULL)   /* (in == NULL: a final's form) */
         return update_undecided(c, out, outl, outsize, in, inl);
     return update_engine(c, out, outl, outsize, in, inl);
 }
