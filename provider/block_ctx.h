@@ -14,6 +14,7 @@
 #include "gpuaes.h"
 
 #define BLOCK 16
+enum { TRACK_WHOLE = 1, TRACK_LAST = 2 };
 
 struct ks_state;
 
@@ -25,7 +26,9 @@ typedef struct block_ctx {
      * the fast one and subtract their length (so it also counts down the
      * keystream ramp).  0 while mirroring the fallback or in keystream mode. */
     size_t hot_max;
-    int track;                        /* mirror the fallback's block buffer (held) */
+    int track;                        /* mirror the fallback's block buffer (held): 0, or
+                                         TRACK_LAST when decrypting with padding (the last
+                                         whole block is held back), else TRACK_WHOLE */
     int enc;
     int pad;                          /* ECB/CBC padding, as set through params */
     /* ECB and CBC: a copy of the bytes the fallback holds in its block buffer
