@@ -14,36 +14,39 @@
 #include "gpuaes.h"
 
 #define BLOCK 16
+enum { TRACK_WHOLE = 1, TRACK_LAST = 2 };
 
 struct ks_state;
 
 typedef struct block_ctx {
-    /* Hot: all that a small update reads, in one cache line. */
+    /* Hot: all that a small update reads, in the first 64 bytes. */
     const fallback_cipher *fb;
     void *fbctx;                      /* the default provider's context */
     /* An update of at least hot_max bytes takes the slow path; others take
      * the fast one and subtract their length (so it also counts down the
      * keystream ramp).  0 while mirroring the fallback or in keystream mode. */
     size_t hot_max;
+    int track;                        /* mirror the fallback's block buffer (held): 0, or
+                                         TRACK_LAST when decrypting with padding (the last
+                                         whole block is held back), else TRACK_WHOLE */
+    int enc;
+    int pad;                          /* ECB/CBC padding, as set through params */
+    /* ECB and CBC: a copy of the bytes the fallback holds in its block buffer
+     * (a partial block, or the last block held back for unpadding). */
+    unsigned char held[BLOCK];
+    size_t nheld;
     size_t hot_set;                   /* hot_max when last set: hot_set - hot_max went fast */
     size_t gpu_min;                   /* updates this long may go to the GPU; SIZE_MAX: never */
-    int track;                        /* mirror the fallback's block buffer (held) */
     const gpuaes_prov *prov;
     const gpuaes_variant *var;
     gpuaes_key *gpukey;               /* made on first GPU use */
     unsigned char key[32];            /* kept to make gpukey lazily; wiped on free */
     int key_set;
     int key_enc;                      /* the direction of the init that gave the key */
-    int enc;
-    int pad;                          /* ECB/CBC padding, as set through params */
     int tls;                          /* TLS record mode: everything on the fallback */
     unsigned char oiv[BLOCK];         /* IV given at init: the "iv" parameter */
     int oiv_set;
     int resynced;                     /* the fallback's own copy of that IV is gone */
-    /* ECB and CBC: a copy of the bytes the fallback holds in its block buffer
-     * (a partial block, or the last block held back for unpadding). */
-    unsigned char held[BLOCK];
-    size_t nheld;
     int held_known;                   /* 0 after a failed final: the fallback's buffer is its own */
     /* Keystream ahead (CTR): bytes still to go before the context gets GPU
      * keystream windows (SIZE_MAX: never), and the windows once it has. */

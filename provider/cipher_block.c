@@ -64,7 +64,8 @@ static void update_gpu_min(block_ctx *c)
 {
     c->gpu_min = gpu_capable(c) && !c->tls && c->key_set && c->held_known
         ? c->prov->offload_min[kind_of(c)] : SIZE_MAX;
-    c->track = buffers_blocks(c) && c->gpu_min != SIZE_MAX;
+    c->track = !buffers_blocks(c) || c->gpu_min == SIZE_MAX ? 0
+               : !c->enc && c->pad ? TRACK_LAST : TRACK_WHOLE;
     c->ramp_left = c->var->mode == MODE_CTR && c->prov->ks_enabled && !c->tls && c->key_set
         && c->ks == NULL ? c->prov->ks_ramp : SIZE_MAX;
     set_hot(c);
@@ -398,7 +399,7 @@ int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
          * general mirror, out of line.  (ASSUME_BLOCK_BUFFER_RULE) */
         if (((inl | c->nheld) & (BLOCK - 1)) != 0 || inl == 0)
             return update_offload(c, out, outl, outsize, in, inl);
-        if (!c->enc && c->pad) {
+        if (c->track == TRACK_LAST) {
             memcpy(c->held, in + inl - BLOCK, BLOCK);   /* before in place overwrites it */
             c->nheld = BLOCK;
         } else {

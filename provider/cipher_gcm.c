@@ -105,26 +105,44 @@ static void set_ivlen(gcm_ctx *c, size_t sz)
         c->msg = MSG_FALLBACK;
 }
 
+/* Is `key` the name `name`?  (A cheap first-letter test before strcmp.) */
+static int key_is(const char *key, const char *name)
+{
+    return key[0] == name[0] && key[1] == name[1] && strcmp(key, name) == 0;
+}
+
+/*
+ * The parameters the fallback has just taken, in one pass (it scanned them
+ * already; a TLS 1.2 record sets one per record).  The first of each name
+ * counts, as with OSSL_PARAM_locate.
+ */
 static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
 {
-    const OSSL_PARAM *p;
+    const OSSL_PARAM *ivlen = NULL, *tag = NULL;
     size_t sz;
 
     if (params == NULL)
         return;
-    if (OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD) != NULL
-        || OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED) != NULL
-        || OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV) != NULL) {
-        c->tls = 1;
-        c->msg = MSG_FALLBACK;
+    for (const OSSL_PARAM *p = params; p->key != NULL; p++) {
+        if (p->key[0] == 't' && p->key[1] == 'l') {
+            /* In TLS mode (all on the fallback) these say nothing new. */
+            if (!c->tls && (key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD)
+                            || key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED)
+                            || key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV))) {
+                c->tls = 1;
+                c->msg = MSG_FALLBACK;
+            }
+        } else if (ivlen == NULL && key_is(p->key, OSSL_CIPHER_PARAM_AEAD_IVLEN)) {
+            ivlen = p;
+        } else if (tag == NULL && key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TAG)) {
+            tag = p;
+        }
     }
-    p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_IVLEN);
-    if (p != NULL && OSSL_PARAM_get_size_t(p, &sz))
+    if (ivlen != NULL && OSSL_PARAM_get_size_t(ivlen, &sz))
         set_ivlen(c, sz);
-    p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TAG);
-    if (p != NULL && p->data != NULL && p->data_size <= BLOCK) {
-        memcpy(c->tag, p->data, p->data_size);
-        c->taglen = p->data_size;
+    if (tag != NULL && tag->data != NULL && tag->data_size <= BLOCK) {
+        memcpy(c->tag, tag->data, tag->data_size);
+        c->taglen = tag->data_size;
         c->tag_ours = 0;              /* the fallback's tag buffer holds it too */
     }
 }
@@ -228,8 +246,26 @@ static void init_failed(gcm_ctx *c, const unsigned char *key, size_t keylen,
     note_params_failed(c, params);
 }
 
-static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
-                    const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[], int enc)
+/* A new IV, the fallback having taken it: a new message. */
+static void new_iv(gcm_ctx *c, const unsigned char *iv, size_t ivlen)
+{
+    if (ivlen == 12)                  /* the usual length: no call to memcpy */
+        memcpy(c->iv, iv, 12);
+    else
+        memcpy(c->iv, iv, ivlen);
+    c->ivlen = ivlen;
+    c->iv_set = 1;
+    /* Undecided only if the GPU could take this message at all. */
+    c->msg = c->tls || c->prov->offload_min[OFFLOAD_GCM] == SIZE_MAX ? MSG_FALLBACK
+                                                                      : MSG_UNDECIDED;
+    c->naad = 0;
+    gcm_engine_new_message(c);
+}
+
+static __attribute__((noinline)) int init_general(gcm_ctx *c, const unsigned char *key,
+                                                  size_t keylen, const unsigned char *iv,
+                                                  size_t ivlen, const OSSL_PARAM params[],
+                                                  int enc)
 {
     OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? c->fb->einit : c->fb->dinit;
 
@@ -264,17 +300,28 @@ static int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
             && !iv_buffered(c))
             c->msg = MSG_FALLBACK;
     }
-    if (iv != NULL) {
-        memcpy(c->iv, iv, ivlen);
-        c->ivlen = ivlen;
-        c->iv_set = 1;
-        /* Undecided only if the GPU could take this message at all. */
-        c->msg = c->tls || c->prov->offload_min[OFFLOAD_GCM] == SIZE_MAX ? MSG_FALLBACK
-                                                                          : MSG_UNDECIDED;
-        c->naad = 0;
-        gcm_engine_new_message(c);
-    }
+    if (iv != NULL)
+        new_iv(c, iv, ivlen);
     note_params(c, params);
+    return 1;
+}
+
+/* A new IV alone (every TLS 1.3 record) is init_general's path for it
+ * without the rest. */
+static inline int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
+                           const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[],
+                           int enc)
+{
+    OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? c->fb->einit : c->fb->dinit;
+
+    if (key != NULL || iv == NULL || params != NULL)
+        return init_general(c, key, keylen, iv, ivlen, params, enc);
+    if (!init(c->fbctx, NULL, keylen, iv, ivlen, NULL)) {
+        init_failed(c, NULL, keylen, iv, ivlen, NULL, enc);
+        return 0;
+    }
+    c->enc = enc;
+    new_iv(c, iv, ivlen);
     return 1;
 }
 
@@ -327,13 +374,10 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
     case MSG_FALLBACK:
         return fb_update_timed(c, out, outl, outsize, in, inl);
     case MSG_UNDECIDED:
-        if (out == NULL) {            /* AAD: both engines may need it */
-            if (!c->fb->update(c->fbctx, out, outl, outsize, in, inl))
-                return 0;
-            return gcm_engine_stash_aad(c, in, inl);
-        }
-        /* The first data decides; the dispatcher is asked last (it counts).
-         * Partly overlapping buffers: the default provider's bytes. */
+        /* (Its AAD: update_undecided; an empty one without input comes
+         * here and decides nothing.)  The first data decides; the dispatcher is
+         * asked last (it counts).  Partly overlapping buffers: the default
+         * provider's bytes. */
         if (inl == 0 || !gpu_possible(c) || gpuaes_overlap_partial(in, inl, out, inl)
             || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl)) {
             /* Refused (no key yet, output too small): the message has not
@@ -381,6 +425,30 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
     return 1;
 }
 
+/*
+ * An undecided message (a new IV, the GPU in reach): its AAD goes to the
+ * fallback and the stash; its first data, if too small for the GPU, to the
+ * fallback, which then has the message.  The rest: update_engine.
+ */
+static __attribute__((noinline)) int update_undecided(gcm_ctx *c, unsigned char *out,
+                                                      size_t *outl, size_t outsize,
+                                                      const unsigned char *in, size_t inl)
+{
+    int ok;
+
+    if (out == NULL)                  /* AAD: both engines may need it */
+        return c->fb->update(c->fbctx, out, outl, outsize, in, inl)
+            && gcm_engine_stash_aad(c, in, inl);
+    /* The first data: update_engine's way, unless offload_wanted() refuses it
+     * by its size and the CPU call is too short to be timed. */
+    if (inl == 0 || inl >= DISPATCH_SAMPLE || inl >= c->prov->offload_min[OFFLOAD_GCM])
+        return update_engine(c, out, outl, outsize, in, inl);
+    ok = c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+    if (ok)
+        c->msg = MSG_FALLBACK;
+    return ok;
+}
+
 /* The hot path: a message on the default provider is a tail call into it. */
 int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
                const unsigned char *in, size_t inl)
@@ -389,6 +457,8 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
 
     if (c->msg == MSG_FALLBACK && inl < DISPATCH_SAMPLE && in != NULL)
         return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+    if (c->msg == MSG_UNDECIDED && in != NULL)   /* (in == NULL: a final's form) */
+        return update_undecided(c, out, outl, outsize, in, inl);
     return update_engine(c, out, outl, outsize, in, inl);
 }
 
@@ -425,31 +495,38 @@ int gcm_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     return gcm_update(c, out, outl, outsize, in, inl);
 }
 
-int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
+/* The last tag was made by our engine: it is ours; the rest is the fallback's.
+ * (ASSUME_GCM_TAG_GET; the renamed entry: ASSUME_UNKNOWN_PARAMS_IGNORED) */
+static __attribute__((noinline)) int get_params_our_tag(gcm_ctx *c, OSSL_PARAM params[])
 {
-    gcm_ctx *c = vctx;
-    OSSL_PARAM *tag;
+    OSSL_PARAM *tag = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG);
+    const char *key;
     int ok;
 
-    /* EVP asks for ivlen on every init: keep this path short. */
-    if (!c->tag_ours || (tag = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG)) == NULL)
+    if (tag == NULL)
         return c->fb->get_ctx_params(c->fbctx, params);
-    /* The last tag was made by our engine: it is ours; the rest is the fallback's.
-     * (ASSUME_GCM_TAG_GET; the renamed entry: ASSUME_UNKNOWN_PARAMS_IGNORED) */
     if (tag->data_size == 0 || tag->data_size > BLOCK || !c->enc) {
         GPUAES_RAISE(c->prov, PROV_R_INVALID_TAG);
         return 0;
     }
     if (!OSSL_PARAM_set_octet_string(tag, c->tag, tag->data_size))
         return 0;
-    {
-        const char *key = tag->key;
-
-        tag->key = "gpuaes-tag-answered";     /* hide it from the fallback */
-        ok = c->fb->get_ctx_params(c->fbctx, params);
-        tag->key = key;
-    }
+    key = tag->key;
+    tag->key = "gpuaes-tag-answered";  /* hide it from the fallback */
+    ok = c->fb->get_ctx_params(c->fbctx, params);
+    tag->key = key;
     return ok;
+}
+
+int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
+{
+    gcm_ctx *c = vctx;
+
+    /* EVP asks for ivlen on every init, and the tag of every record: a tail
+     * call, no frame, unless our engine made the tag. */
+    if (!c->tag_ours)
+        return c->fb->get_ctx_params(c->fbctx, params);
+    return get_params_our_tag(c, params);
 }
 
 int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])

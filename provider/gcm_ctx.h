@@ -9,6 +9,7 @@
 #define GPUAES_GCM_CTX_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include "gpuaes.h"
 
@@ -18,25 +19,26 @@
 typedef enum { MSG_FALLBACK, MSG_UNDECIDED, MSG_GPU } msg_engine;
 
 typedef struct gcm_ctx {
-    const gpuaes_prov *prov;
-    const gpuaes_variant *var;
+    /* Hot: what a small record's calls read, in the first cache line. */
     const fallback_cipher *fb;        /* default provider's AES-GCM */
+    void *fbctx;
+    const gpuaes_prov *prov;
+    msg_engine msg;
+    int tls;                          /* TLS params seen: records stay on the fallback */
+    int tag_ours;                     /* the last tag made was our engine's (else the fallback's) */
+    int enc;
+    size_t naad;
+    const gpuaes_variant *var;
     const fallback_cipher *ecb;       /* default provider's AES-ECB of the same key size */
     const fallback_cipher *ctr;       /* ... and AES-CTR */
-    void *fbctx;
-    int enc;
-    int tls;                          /* TLS params seen: records stay on the fallback */
-    unsigned char key[32];
     int key_set;
-    unsigned char iv[128];
-    size_t ivlen;
     int iv_set;
-    msg_engine msg;
+    size_t ivlen;
     unsigned char aad[AAD_STASH];     /* AAD of an undecided message, not yet in the segment */
-    size_t naad;
+    unsigned char key[32];
+    unsigned char iv[128];
     unsigned char tag[BLOCK];         /* decrypt: expected; encrypt: computed at final */
     size_t taglen;
-    int tag_ours;                     /* the last tag made was our engine's (else the fallback's) */
     /* gpuaes's own GCM engine (msg == MSG_GPU) */
     struct {
         void *seg;                    /* default GCM, zero IV: GHASH of a segment, as AAD */
@@ -65,12 +67,32 @@ typedef struct gcm_ctx {
 } gcm_ctx;
 
 /* gcm_engine.c: gpuaes's own GCM engine (c->g).  Each returns 1 on success. */
-/* A new IV: the engine's message state starts afresh (cannot fail). */
-void gcm_engine_new_message(gcm_ctx *c);
+/* A new IV: the engine's message state starts afresh (cannot fail; inline:
+ * every TLS 1.3 record). */
+static inline void gcm_engine_new_message(gcm_ctx *c)
+{
+    memset(&c->g.ctr, 0, sizeof(c->g.ctr));
+    memset(c->g.y, 0, sizeof(c->g.y));
+    c->g.y_zero = 1;
+    c->g.seg_live = 0;
+    c->g.seg_bytes = 0;
+    c->g.mres = 0;
+    c->g.aadlen = c->g.datalen = 0;
+    c->g.finished = 0;
+    c->g.ghash_dead = 0;
+}
 /* Starts it for this message: counter, E_K(J0), stashed AAD; c->msg = MSG_GPU. */
 int gcm_engine_start(gcm_ctx *c);
-/* AAD of an undecided message: stashed, or into the engine's GHASH. */
-int gcm_engine_stash_aad(gcm_ctx *c, const unsigned char *in, size_t inl);
+/* AAD of an undecided message: stashed, or (too much) into the engine's GHASH. */
+int gcm_engine_stash_overflow(gcm_ctx *c, const unsigned char *in, size_t inl);
+static inline int gcm_engine_stash_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
+{
+    if (inl > AAD_STASH - c->naad)
+        return gcm_engine_stash_overflow(c, in, inl);
+    memcpy(c->aad + c->naad, in, inl);
+    c->naad += inl;
+    return 1;
+}
 /* AAD of a message on the engine (refused after data). */
 int gcm_engine_aad(gcm_ctx *c, const unsigned char *in, size_t inl);
 /* len bytes of data in -> out (whole blocks on the GPU when large). */

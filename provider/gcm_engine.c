@@ -215,14 +215,9 @@ int gcm_engine_start(gcm_ctx *c)
     return 1;
 }
 
-/* AAD of an undecided message: stash it; too much for the stash goes to the segment now. */
-int gcm_engine_stash_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
+/* AAD too much for the stash: it goes to the segment now. */
+int gcm_engine_stash_overflow(gcm_ctx *c, const unsigned char *in, size_t inl)
 {
-    if (c->naad + inl <= AAD_STASH) {
-        memcpy(c->aad + c->naad, in, inl);
-        c->naad += inl;
-        return 1;
-    }
     /* No engine to keep it for.  (A GPU not started yet is not started for AAD:
      * only data worth the GPU starts it.) */
     if (offload_ruled_out(OFFLOAD_GCM)) {
@@ -448,19 +443,6 @@ int gcm_engine_final(gcm_ctx *c)
     if (ok)                           /* after a failed final, data may still flow */
         OPENSSL_cleanse(c->g.ek, sizeof(c->g.ek));
     return ok;
-}
-
-void gcm_engine_new_message(gcm_ctx *c)
-{
-    memset(&c->g.ctr, 0, sizeof(c->g.ctr));
-    memset(c->g.y, 0, sizeof(c->g.y));
-    c->g.y_zero = 1;
-    c->g.seg_live = 0;
-    c->g.seg_bytes = 0;
-    c->g.mres = 0;
-    c->g.aadlen = c->g.datalen = 0;
-    c->g.finished = 0;
-    c->g.ghash_dead = 0;
 }
 
 int gcm_engine_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
