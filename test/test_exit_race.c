@@ -14,7 +14,6 @@
 #define _GNU_SOURCE
 #include <openssl/evp.h>
 #include <openssl/provider.h>
-#include <execinfo.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -57,27 +56,13 @@ static void *child_worker(void *arg)
     return NULL;
 }
 
-/* A crash says where it was (the soak's log, for the post-mortem). */
-static void crash_trace(int sig)
-{
-    void *frames[48];
-    int n = backtrace(frames, 48);
-
-    dprintf(2, "signal %d in pid %d:\n", sig, (int)getpid());
-    backtrace_symbols_fd(frames, n, 2);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
 static int child(const char *program, long delay_us)
 {
     const char *dir = getenv("GPUAES_MODULE_DIR");
     int mix = strcmp(program, "mix") == 0;
     pthread_t t;
 
-    signal(SIGSEGV, crash_trace);
-    signal(SIGBUS, crash_trace);
-    signal(SIGABRT, crash_trace);
+    test_trace_crashes();
 
     if (dir != NULL)
         OSSL_PROVIDER_set_default_search_path(NULL, dir);

@@ -102,6 +102,7 @@ static void child(unsigned seed)
     /* OpenSSL's own atexit cleanup would tear the providers down under the
      * threads: that is not what is tested here. */
     OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
+    test_trace_crashes();
     if (!test_env_open(&env) || (sub = test_fetch(&env, "AES-128-CTR", "gpuaes")) == NULL)
         _exit(2);
     (void)test_gpu_available(&env);      /* waits for the start-up: keystream from the first ramp */

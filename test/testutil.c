@@ -1,5 +1,10 @@
 /* testutil.c - shared helpers for the gpuaes tests. */
+#define _GNU_SOURCE
 #include "testutil.h"
+
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,4 +163,22 @@ int test_report(const char *name)
 {
     printf("%s: %s\n", name, test_failures ? "FAILED" : "ok");
     return test_failures ? 1 : 0;
+}
+
+static void crash_trace(int sig)
+{
+    void *frames[48];
+    int n = backtrace(frames, 48);
+
+    dprintf(2, "signal %d in pid %d:\n", sig, (int)getpid());
+    backtrace_symbols_fd(frames, n, 2);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void test_trace_crashes(void)
+{
+    signal(SIGSEGV, crash_trace);
+    signal(SIGBUS, crash_trace);
+    signal(SIGABRT, crash_trace);
 }

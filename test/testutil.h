@@ -28,6 +28,10 @@ uint64_t test_gpu_bytes(test_env *env);        /* gpu-bytes + cpu-share-bytes: G
 uint64_t test_cpu_share_bytes(test_env *env);
 uint64_t test_gpu_errors(test_env *env);
 
+/* SIGSEGV, SIGBUS and SIGABRT print a backtrace on stderr, then kill as
+ * they would have (children that must not crash: their logs say where). */
+void test_trace_crashes(void);
+
 /* For GPU-labelled tests: exit(TEST_SKIP) when gpuaes has no usable GPU. */
 void test_require_gpu(test_env *env);
 
