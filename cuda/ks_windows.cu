@@ -42,6 +42,7 @@
 #include "gpuaes_counter.h"
 #include "gpuaes_gpu.h"
 #include "ks_state.h"
+#include "layer_gate.h"
 #include "memory_cap.h"
 
 namespace gpuaes {
@@ -138,6 +139,11 @@ extern "C" void gpuaes_ks_set_limit(size_t total_bytes)
 extern "C" gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
 {
     if (cap == 0 || cap % 16 != 0 || !usable()) return nullptr;
+    // Its CUDA calls belong to no window yet: exit waits for them through
+    // the layer's gate (a thread making a window while the process exited
+    // freed it after the runtime's teardown: SIGSEGV in test_ks_exit).
+    LayerUse inside;
+    if (!inside.ok()) return nullptr;
     pthread_mutex_lock(&g_lock);
     if (g_closing.load()) {
         pthread_mutex_unlock(&g_lock);

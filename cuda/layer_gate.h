@@ -1,6 +1,8 @@
-// layer_gate.h - the threads inside a job of the GPU layer, counted so that
-// the process's exit can close the layer and wait for them to leave CUDA
-// before the CUDA runtime is torn down (module_exit.h).
+// layer_gate.h - the threads inside a CUDA-using call of the GPU layer that
+// no other flag covers (a job; a keystream window being made), counted so
+// that the process's exit can close the layer and wait for them to leave
+// CUDA before the CUDA runtime is torn down (module_exit.h).  Calls on a
+// window that exists are covered by the window's own busy flag.
 #ifndef GPUAES_LAYER_GATE_H
 #define GPUAES_LAYER_GATE_H
 
