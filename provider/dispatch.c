@@ -37,6 +37,17 @@
  * ended (the gap to its next one), so a phase of many threads is forgotten
  * IDLE_NS after it ends.
  *
+ * Threads that begin large calls together (a pool woken at once) decide
+ * before they can see each other: each counts only those that decided
+ * before it.  That costs a block mode one call per thread, but a GCM
+ * message stays on the engine its first data chose, for its whole length
+ * (cipher_gcm.c).  Measured on the H200, 16 threads starting GCM messages
+ * at once put 4-6 of them on the GPU for good (0.72-0.84x the default
+ * provider: their host copies took memory bandwidth and cores from the
+ * others).  So a GCM message does not start on the GPU while another thread
+ * began making large calls less than RAMP_NS ago: the first of a burst may,
+ * the rest start on the CPU, and a lone thread is never held.
+ *
  * An estimate not yet measured is measured: an unknown CPU rate sends the
  * call to the CPU, an unknown GPU rate to the GPU.  The path that loses is
  * tried again ("explored") by time, not by call count, either way: once its
@@ -77,6 +88,8 @@
 #define ACTIVE_NS 100000000ULL         /* a thread in a large call counts this long from its decision
                                           (longer than one 64 MiB call on a loaded core) */
 #define IDLE_NS 20000000ULL            /* ... and this long after its call ended */
+#define RAMP_NS 5000000ULL             /* threads that began large calls this close together
+                                          began as one burst */
 
 /* One estimate: ns per byte, when it was last sampled, and the threads making
  * large calls then (a load twice or half today's makes it worth a new look). */
@@ -101,6 +114,8 @@ static _Atomic uint64_t backoff_until, backoff_ns, backoffs;
  * time until which it counts. */
 static _Atomic uint64_t active_until[ACTIVE_SLOTS];
 static _Atomic uint64_t gpu_until[ACTIVE_SLOTS];           /* ... as a GPU user */
+static _Atomic uint64_t began[ACTIVE_SLOTS];               /* when its current run of large
+                                                              calls began */
 static _Atomic unsigned active_next;
 static _Thread_local int active_slot = -1;
 static _Atomic long ncores;                                /* usable cores; 0: not counted yet */
@@ -118,17 +133,27 @@ long dispatch_test_cores(long set)
 }
 #endif
 
-/* Stamps this thread as making large calls until `until`; returns how many do now. */
-static unsigned active_threads(uint64_t now, uint64_t until)
+/* Stamps this thread as making large calls until `until`; returns how many
+ * do now, and in *burst (if not NULL) whether another of them began less than
+ * RAMP_NS ago. */
+static unsigned active_threads(uint64_t now, uint64_t until, int *burst)
 {
     unsigned n = 0;
 
     if (active_slot < 0)
         active_slot = (int)(atomic_fetch_add(&active_next, 1) % ACTIVE_SLOTS);
-    atomic_store_explicit(&active_until[active_slot], until, memory_order_relaxed);
-    for (int i = 0; i < ACTIVE_SLOTS; i++)
-        if (now < atomic_load_explicit(&active_until[i], memory_order_relaxed))
-            n++;
+    if (atomic_exchange_explicit(&active_until[active_slot], until, memory_order_relaxed) <= now)
+        atomic_store_explicit(&began[active_slot], now, memory_order_relaxed);
+    if (burst != NULL)
+        *burst = 0;
+    for (int i = 0; i < ACTIVE_SLOTS; i++) {
+        if (now >= atomic_load_explicit(&active_until[i], memory_order_relaxed))
+            continue;
+        n++;
+        if (burst != NULL && i != active_slot
+            && atomic_load_explicit(&began[i], memory_order_relaxed) + RAMP_NS > now)
+            *burst = 1;
+    }
     return n;
 }
 
@@ -291,13 +316,13 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     uint64_t cpu, gpu, now, until = load_u64(&backoff_until);
     estimate *ce = &cpu_est[kind][key_index(keylen)], *ge = &gpu_est[kind][size_class(len)];
     unsigned active, busy, users;
-    int jobs, go;
+    int jobs, go, burst;
 
     if (prov->offload_min_set)
         return 1;
     now = dispatch_now_ns();
-    active = active_threads(now, now + ACTIVE_NS);
-    if ((until != 0 && now < until) || cores_busy(active))
+    active = active_threads(now, now + ACTIVE_NS, &burst);
+    if ((until != 0 && now < until) || cores_busy(active) || (kind == OFFLOAD_GCM && burst))
         return 0;
     cpu = load_u64(&ce->ns);
     if (cpu == 0)
@@ -312,8 +337,10 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
         go = busy == 0;                /* a first job, alone: it includes one-time costs */
     } else {
         go = gpu * (uint64_t)(1 + busy) < cpu;
-        /* Look again at the loser: it may have become faster. */
-        if (explore_due(kind, go ? ce : ge, now, active)) {
+        /* Look again at the loser: it may have become faster.  Not at the
+         * CPU for a GCM message: the whole message would stay there (its
+         * CPU calls are sampled anyway whenever the GPU loses). */
+        if ((!go || kind != OFFLOAD_GCM) && explore_due(kind, go ? ce : ge, now, active)) {
             go = !go;
             exploring = (int)kind * 2 + go;
         }
@@ -332,14 +359,14 @@ void dispatch_cpu_done(offload_kind kind, size_t keylen, size_t len, uint64_t ns
         return;
     now = dispatch_now_ns();
     sample(kind, 0, &cpu_est[kind][key_index(keylen)], per_byte(ns, len), now,
-           active_threads(now, now + IDLE_NS), 0, ns);
+           active_threads(now, now + IDLE_NS, NULL), 0, ns);
 }
 
 int dispatch_gpu_begin(void)
 {
     uint64_t now = dispatch_now_ns();
 
-    (void)active_threads(now, now + ACTIVE_NS);
+    (void)active_threads(now, now + ACTIVE_NS, NULL);
     to_gpu(now + ACTIVE_NS);
     return atomic_fetch_add_explicit(&inflight, 1, memory_order_relaxed);
 }
@@ -349,7 +376,7 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
 {
     int busy_at_end = atomic_fetch_sub_explicit(&inflight, 1, memory_order_relaxed) - 1;
     uint64_t now = dispatch_now_ns();
-    unsigned active = active_threads(now, now + IDLE_NS);
+    unsigned active = active_threads(now, now + IDLE_NS, NULL);
 
     to_gpu(now + IDLE_NS);
     if (!ok) {                         /* back off: 10 ms, doubling, at most 10 s */

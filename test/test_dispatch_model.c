@@ -14,6 +14,11 @@
  *   slowgpu fastgpu  one thread, steady: looking again costs <= 5 %
  *   load8 cores16    contention: the GPU takes no more jobs than pay, and
  *            none while more than half the cores' threads make large calls
+ *   fastgcm  fastgpu with GCM: a message keeps the engine its first data
+ *            chose, so its start never explores the CPU: no wrong call
+ *   burst16  one thread, then 16 start GCM messages at once: at most 2 of
+ *            their first messages start on the GPU (a message keeps its
+ *            engine; cores16 counts the calls after the first 10 ms)
  *   cores N  the usable cores are N (run under taskset -c 0: 1), or the
  *            affinity set's count when N is 0
  */
@@ -52,6 +57,7 @@ typedef struct worker {
     int state;                         /* the model's */
     uint64_t next, dur;
     int busy_at_start;
+    int called;                        /* made a call in the last phase */
 } worker;
 
 typedef struct call {                  /* thread 0's calls in the last phase */
@@ -64,6 +70,7 @@ static gpuaes_prov prov;
 static offload_kind kind = OFFLOAD_CTR;
 static call calls[MAXCALLS];
 static int ncalls, max_inflight, gpu_calls;   /* gpu_calls: from 10 ms into the last phase */
+static int first_gpu;                         /* threads whose first call of the last phase went to the GPU */
 static int failures;
 
 #define CHECK(c, ...) \
@@ -172,6 +179,10 @@ static void simulate(const phase *ph, int nph)
                 if (w[i].state == IN_GPU)
                     gpu_ns += w[i].next - now < alone ? w[i].next - now : alone;
 
+            if (p == nph - 1 && !me->called) {
+                me->called = 1;
+                first_gpu += gpu;
+            }
             if (gpu) {
                 me->busy_at_start = on(t, OP_GPU_BEGIN, 0, 0);
                 inflight++;
@@ -200,7 +211,7 @@ static void simulate(const phase *ph, int nph)
 static void check_recovery(uint64_t from)
 {
     uint64_t deadline = from + 100 * MS, wrong_ns = 0, all_ns = 0, back = 0;
-    int first = -1, wrong = 0, pairs = 0;
+    int first = -1, wrong = 0, pairs = 0, wrong_gpu = 0;   /* wrong_gpu: on the CPU, wrongly */
 
     if (ncalls > 3 && calls[3].start > deadline)
         deadline = calls[3].start;
@@ -215,6 +226,7 @@ static void check_recovery(uint64_t from)
         all_ns += calls[i].dur < calls[i].other ? calls[i].dur : calls[i].other;
         if (!calls[i].right) {
             wrong++;
+            wrong_gpu += !calls[i].gpu;
             wrong_ns += calls[i].dur - calls[i].other;
             pairs += i > 0 && !calls[i - 1].right;
         }
@@ -231,6 +243,7 @@ static void check_recovery(uint64_t from)
           "not back on the faster path by %.1f ms", (deadline - from) / 1e6);
     CHECK(pairs == 0, "%d wrong calls in a row after the deadline", pairs);
     CHECK(wrong_ns * 20 <= all_ns, "looking again cost more than 5 %%");
+    CHECK(kind != OFFLOAD_GCM || wrong_gpu == 0, "%d GCM messages began on the slower engine", wrong_gpu);
 }
 
 int main(int argc, char **argv)
@@ -275,8 +288,17 @@ int main(int argc, char **argv)
     } else if (strcmp(s, "cores16") == 0) {
         ph[n++] = (phase){ 0.5, 1, 0.25, 0.025 };
         ph[n++] = (phase){ 2, 16, 0.25, 0.025 };
+    } else if (strcmp(s, "fastgcm") == 0) {
+        kind = OFFLOAD_GCM;
+        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013 };
+        ph[n++] = (phase){ 10, 1, 0.08, 0.013 };
+    } else if (strcmp(s, "burst16") == 0) {    /* GCM: CPU 12 GB/s, GPU alone 6x */
+        kind = OFFLOAD_GCM;
+        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013 };
+        ph[n++] = (phase){ 0.5, 0, 0.08, 0.013 };
+        ph[n++] = (phase){ 1, 16, 0.08, 0.013 };
     } else {
-        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|load8|cores16|cores N\n",
+        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|load8|cores16|fastgcm|burst16|cores N\n",
                 argv[0]);
         return 2;
     }
@@ -284,6 +306,9 @@ int main(int argc, char **argv)
     if (strcmp(s, "load8") == 0) {
         printf("at most %d GPU jobs at once, %d GPU calls\n", max_inflight, gpu_calls);
         CHECK(max_inflight <= 4, "%d GPU jobs at once for a GPU 4x faster", max_inflight);
+    } else if (strcmp(s, "burst16") == 0) {
+        printf("%d of 16 threads began on the GPU\n", first_gpu);
+        CHECK(first_gpu <= 2, "%d of 16 GCM messages begun at once went to the GPU", first_gpu);
     } else if (strcmp(s, "cores16") == 0) {
         printf("%d GPU calls\n", gpu_calls);
         CHECK(gpu_calls == 0, "%d GPU calls from 16 threads on 16 cores", gpu_calls);
