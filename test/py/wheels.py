@@ -84,9 +84,12 @@ def install(version):
 
 
 def index_reachable():
-    """Whether pip's index answers a TCP connection (the network is there)."""
-    url = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple")
-    u = urllib.parse.urlparse(url)
+    """Whether pip's index (its configuration's, else PyPI's) answers a TCP
+    connection: the network is there."""
+    r = subprocess.run([sys.executable, "-m", "pip", "config", "list"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    m = re.search(r"^\S*index-url='([^']+)'", r.stdout, re.M)
+    u = urllib.parse.urlparse(m.group(1) if m else "https://pypi.org/simple")
     try:
         socket.create_connection((u.hostname, u.port or (443 if u.scheme == "https" else 80)),
                                  timeout=10).close()
