@@ -9,14 +9,15 @@ gpuaes (the emulated module from GPUAES_MODULE_DIR) is loaded into the wheel's
 OpenSSL through OPENSSL_CONF (default_properties = ?provider=gpuaes), every
 update of two blocks or more sent to the emulated GPU.  Child processes of
 the same wheel:
-- "gpuaes", and "reference" (OPENSSL_CONF unset: the wheel's default
-  provider), run one seeded differential through the cryptography API: AES-128,
+- "gpuaes", "keystream" (the same with CTR's keystream ahead, small windows),
+  and "reference" (OPENSSL_CONF unset: the wheel's default provider), run one
+  seeded differential through the cryptography API: AES-128,
   -192, -256 in ECB, CBC, CFB, CTR, GCM, both directions, random lengths and
   update splits, in place (update_into on one buffer), GCM with AAD in pieces,
   its tag checked, truncated and wrong.  Outputs and exceptions must be
-  identical, bit for bit.  The emulator's job report (GPUAES_EMU_REPORT) must
-  show jobs of every GPU op in "gpuaes" and nothing in "reference": gpuaes was
-  loaded, and its GPU path used.  Both read PEM keys whose AES-CBC decryption
+  identical, bit for bit.  The emulator's report (GPUAES_EMU_REPORT) must
+  show jobs of every GPU op in "gpuaes", keystream fills in "keystream", and
+  nothing in "reference": gpuaes was loaded, and its GPU path used.  Both read PEM keys whose AES-CBC decryption
   fails in the final (a partial block; a bad padding): the fallback's error,
   carried over by gpuaes, must be on the wheel's own stack as the default
   provider's is (read with the wheel's ERR_get_error: cryptography's cipher
@@ -59,6 +60,10 @@ default_properties = ?provider=gpuaes
 """
 MODES = ("ECB", "CBC", "CFB", "CTR", "GCM")
 GPU_OPS = ("ecb-enc", "ecb-dec", "ctr128", "cbc-dec", "cfb-dec", "gcm-enc", "gcm-dec")
+# CTR's keystream ahead, windows that turn over constantly (test/keystream.cmake's
+# knobs): it serves the updates below the offload threshold
+KEYSTREAM = dict(GPUAES_OFFLOAD_MIN_BYTES="1M", GPUAES_KEYSTREAM="1", GPUAES_KEYSTREAM_RAMP_BYTES="4K", GPUAES_KEYSTREAM_MAX_WINDOW="64K",
+                 GPUAES_KEYSTREAM_TOTAL_BYTES="1M", GPUAES_KEYSTREAM_MAX_CONTEXTS="16")
 ERR_LIB_PROV = 57
 
 
@@ -209,7 +214,7 @@ def child_run(args):
     from cryptography.hazmat.bindings._rust import openssl as ossl
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-    if args.child == "gpuaes":
+    if args.child != "reference":
         # The GPU starts in the background: one call starts it, then a moment
         Cipher(algorithms.AES(b"k" * 16), modes.CTR(b"i" * 16)).encryptor().update(bytes(1 << 16))
         time.sleep(0.3)
@@ -274,10 +279,10 @@ def report(tmp, kind):
         return {op: int(n) for op, n in (line.split() for line in f)}
 
 
-def compare(ref, got):
+def compare(ref, got, under="gpuaes"):
     failures = 0
     if len(ref) != len(got):
-        print("FAIL: %d results under gpuaes, %d without" % (len(got), len(ref)))
+        print("FAIL: %d results under %s, %d without" % (len(got), under, len(ref)))
         return 1
     for (label, a), (_, b) in zip(ref, got):
         if a == b:
@@ -287,11 +292,11 @@ def compare(ref, got):
             continue
         if isinstance(a, bytes) and isinstance(b, bytes):
             at = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
-            print("FAIL: %s: %d bytes under gpuaes, %d without, first difference at %d"
-                  % (label, len(b), len(a), at))
+            print("FAIL: %s: %d bytes under %s, %d without, first difference at %d"
+                  % (label, len(b), under, len(a), at))
         else:
-            print("FAIL: %s: %s under gpuaes, %s without"
-                  % (label, b if isinstance(b, str) else "%d bytes" % len(b),
+            print("FAIL: %s: %s under %s, %s without"
+                  % (label, b if isinstance(b, str) else "%d bytes" % len(b), under,
                      a if isinstance(a, str) else "%d bytes" % len(a)))
     return failures
 
@@ -339,8 +344,9 @@ def parent(args):
         t0 = time.monotonic()
         ref = spawn("reference", env, args, tmp)
         got = spawn("gpuaes", env, args, tmp, gpu)
+        ks = spawn("keystream", env, args, tmp, dict(gpu, **KEYSTREAM))
         fault_ok = spawn("fault", env, args, tmp, dict(gpu, GPUAES_FAULT="alloc")) is not None
-        if ref is None or got is None:
+        if ref is None or got is None or ks is None:
             print("FAIL: a child failed")
             return 1
         print("cryptography %s, %s; %d results each (%.1f s)"
@@ -351,11 +357,13 @@ def parent(args):
             print("FAIL: expected cryptography %s with OpenSSL %s" % (args.wheel, expect))
             failures += 1
         failures += compare(ref["outputs"], got["outputs"])
-        jobs, none = report(tmp, "gpuaes"), report(tmp, "reference")
-        print("emulated GPU jobs: %s" % jobs)
-        if jobs is None or any(jobs.get(op, 0) == 0 for op in GPU_OPS) or none is not None:
-            print("FAIL: expected GPU jobs of every op under gpuaes (%s) and no gpuaes without (%s)"
-                  % (jobs, none))
+        failures += compare(ref["outputs"], ks["outputs"], "keystream")
+        jobs, fills, none = report(tmp, "gpuaes"), report(tmp, "keystream"), report(tmp, "reference")
+        print("emulated GPU: %s; with keystream: %s" % (jobs, fills))
+        if (jobs is None or any(jobs.get(op, 0) == 0 for op in GPU_OPS) or none is not None
+                or fills is None or fills.get("keystream-fills", 0) == 0):
+            print("FAIL: expected GPU jobs of every op under gpuaes, keystream fills with keystream,"
+                  " no gpuaes without (%s)" % (none,))
             failures += 1
         for (n, _, want), (_, _, have) in zip(ref["pem"], got["pem"]):
             print("PEM, %d bytes: %s" % (n, have))
@@ -370,7 +378,7 @@ def parent(args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--wheel")
-    p.add_argument("--child", choices=("reference", "gpuaes", "fault"))
+    p.add_argument("--child", choices=("reference", "gpuaes", "keystream", "fault"))
     p.add_argument("--seed", type=int, default=int(os.environ.get("GPUAES_TEST_SEED", "0x776865656c"), 0))
     p.add_argument("--cases", type=int, default=int(os.environ.get("GPUAES_WHEEL_CASES", "32")))
     p.add_argument("--out")
