@@ -9,19 +9,20 @@ gpuaes (the emulated module from GPUAES_MODULE_DIR) is loaded into the wheel's
 OpenSSL through OPENSSL_CONF (default_properties = ?provider=gpuaes), every
 update of two blocks or more sent to the emulated GPU.  Child processes of
 the same wheel:
-- "gpuaes", "keystream" (the same with CTR's keystream ahead, small windows),
-  and "reference" (OPENSSL_CONF unset: the wheel's default provider), run one
-  seeded differential through the cryptography API: AES-128,
-  -192, -256 in ECB, CBC, CFB, CTR, GCM, both directions, random lengths and
-  update splits, in place (update_into on one buffer), GCM with AAD in pieces,
-  its tag checked, truncated and wrong.  Outputs and exceptions must be
-  identical, bit for bit.  The emulator's report (GPUAES_EMU_REPORT) must
-  show jobs of every GPU op in "gpuaes", keystream fills in "keystream", and
-  nothing in "reference": gpuaes was loaded, and its GPU path used.  Both read PEM keys whose AES-CBC decryption
-  fails in the final (a partial block; a bad padding): the fallback's error,
-  carried over by gpuaes, must be on the wheel's own stack as the default
-  provider's is (read with the wheel's ERR_get_error: cryptography's cipher
-  API drops a failing call's errors).
+- "gpuaes", "keystream" (the same with CTR's keystream ahead, small windows)
+  and "reference" (OPENSSL_CONF unset: the wheel's default provider) run one
+  seeded differential through the cryptography API: AES-128, -192, -256 in
+  ECB, CBC, CFB, CTR, GCM, both directions, random lengths and update splits,
+  in place (update_into on one buffer), GCM with AAD in pieces and its tag
+  checked, truncated and wrong, and the one-shot AESGCM.  Outputs and
+  exceptions must be identical, bit for bit.  The emulator's report
+  (GPUAES_EMU_REPORT) must show jobs of every GPU op in "gpuaes", keystream
+  fills in "keystream", nothing in "reference": gpuaes was loaded, and its
+  GPU path used.  All three read PEM keys whose AES-CBC decryption fails in
+  the final (a partial block; a bad padding): the fallback's error, carried
+  over by gpuaes, must be on the wheel's own stack as the default provider's
+  is (read with the wheel's ERR_get_error: cryptography's cipher API drops a
+  failing call's errors).
 - "fault": the GPU made to fail (GPUAES_FAULT): a call completes on the CPU
   with the right output and leaves gpuaes's "GPU failed ... completed on the
   CPU" error on the wheel's stack, once.
@@ -111,6 +112,7 @@ def counter_iv(rng):
 
 def differential(seed, cases):
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     try:                                   # moved there; gone from modes in 49.0.0
         from cryptography.hazmat.decrepit.ciphers.modes import CFB
     except ImportError:
@@ -147,7 +149,7 @@ def differential(seed, cases):
                         rec(what, lambda: updates(ctx, data, parts, in_place, bs))
                         rec(what + " final", ctx.finalize)
                     continue
-                iv = rng.randbytes(rng.choice((12, 12, 12, 8, 16, 60)))
+                iv = rng.randbytes(rng.choice((12, 12, 12, 8, 13, 16, 60, 128)))
                 aad = [rng.randbytes(rng.choice((0, 1, 5, 13, 16, 100, 1000)))
                        for _ in range(rng.choice((0, 1, 1, 2, 3)))]
                 in_place = rng.random() < 0.4
@@ -177,6 +179,15 @@ def differential(seed, cases):
                     parts = pieces(rng, len(ct), False)
                     rec("%s dec, %s" % (what, check), lambda: updates(d, ct, parts, in_place, 1))
                     rec("%s dec, %s: final" % (what, check), d.finalize)
+                # the one-shot AEAD API (its own path into OpenSSL), a wrong tag too
+                gcm = AESGCM(key)
+                joined = b"".join(aad) or None
+                rec(what + " AESGCM enc", lambda: gcm.encrypt(iv, data, joined))
+                if isinstance(res[-1][1], bytes):
+                    sealed = bytearray(res[-1][1])
+                    rec(what + " AESGCM dec", lambda: gcm.decrypt(iv, bytes(sealed), joined))
+                    sealed[-1] ^= 0x80
+                    rec(what + " AESGCM dec, wrong tag", lambda: gcm.decrypt(iv, bytes(sealed), joined))
     return res
 
 
@@ -365,9 +376,9 @@ def parent(args):
             print("FAIL: expected GPU jobs of every op under gpuaes, keystream fills with keystream,"
                   " no gpuaes without (%s)" % (none,))
             failures += 1
-        for (n, _, want), (_, _, have) in zip(ref["pem"], got["pem"]):
+        for (n, _, want), (_, _, have), (_, _, have_ks) in zip(ref["pem"], got["pem"], ks["pem"]):
             print("PEM, %d bytes: %s" % (n, have))
-            if [e[:2] for e in have] != [e[:2] for e in want] or not any(
+            if [e[:2] for e in have] != [e[:2] for e in want] or have_ks != have or not any(
                     e[0] == ERR_LIB_PROV for e in want):
                 print("FAIL: the default provider's errors were %s" % (want,))
                 failures += 1
