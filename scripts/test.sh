@@ -11,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/deps.sh
+GPUAES_DEPS_WHEELS=1   # deps.sh fetches the OpenSSL matrix's wheels too
 source scripts/deps.sh
 build=${GPUAES_BUILD_DIR:-build}
 jobs=$(nproc)
