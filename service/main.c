@@ -8,7 +8,8 @@
  * (flock, released by the kernel however the service ends) decides which of
  * two starting at once serves; the other exits 0.  Detached (the default),
  * the first process returns once the service listens (exit 0) or failed
- * (exit 1), so a starter knows when to connect.
+ * (exit 1), so a starter knows when to connect.  Under a systemd socket
+ * unit (service/systemd/) it serves the socket systemd passes instead.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -106,15 +107,15 @@ static int detach(void)
     return p[1];
 }
 
-/* The lock, then a socket bound and listening; -1 when another service holds the lock (*held). */
-static int listen_on(const char *dir, int *held)
+/* The directory's lock, held until exit (the kernel drops it however we
+ * end): 0, or -1 when not taken (*held: another service holds it). */
+static int take_lock(const char *dir, int *held)
 {
     char lock[120];
-    struct sockaddr_un sa;
-    int lfd, fd;
+    int lfd;
 
     *held = 0;
-    if (gpuaesd_dir_file(dir, GPUAESD_LOCK_NAME, lock, sizeof(lock)) != 0 || gpuaesd_sock_addr(dir, &sa) != 0)
+    if (gpuaesd_dir_file(dir, GPUAESD_LOCK_NAME, lock, sizeof(lock)) != 0)
         return -1;
     lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (lfd < 0)
@@ -124,7 +125,24 @@ static int listen_on(const char *dir, int *held)
         close(lfd);
         return -1;
     }
-    /* lfd stays open (and locked) until exit. */
+    return 0;                          /* lfd stays open (and locked) until exit */
+}
+
+/* The lock, then the socket: systemd's (*activated), or one bound and
+ * listening here; -1 when another service holds the lock (*held). */
+static int listen_on(const char *dir, int *held, int *activated)
+{
+    struct sockaddr_un sa;
+    int fd;
+
+    *activated = 0;
+    if (take_lock(dir, held) != 0 || gpuaesd_sock_addr(dir, &sa) != 0)
+        return -1;
+    fd = gpuaesd_activated_socket(dir);
+    if (fd != -1) {
+        *activated = fd >= 0;
+        return fd;
+    }
     unlink(sa.sun_path);               /* a dead service's socket */
     fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(sa.sun_path, 0600) != 0
@@ -160,7 +178,7 @@ int main(int argc, char **argv)
     const char *dir_arg = NULL;
     char dir[108], err[256];
     long idle_s = 60;
-    int foreground = 0, status = 0, ready = -1, held, lfd, sfd;
+    int foreground = 0, status = 0, ready = -1, held, activated, lfd, sfd;
     sigset_t sigs;
 
     for (int i = 1; i < argc; i++) {
@@ -186,6 +204,8 @@ int main(int argc, char **argv)
         usage();
     if (status)
         return print_status(dir);
+    if (getenv("LISTEN_PID") != NULL && strtol(getenv("LISTEN_PID"), NULL, 10) == (long)getpid())
+        foreground = 1;                /* systemd's: its process and its socket (fd 3) */
     if (!foreground) {
         close_range(3, ~0U, 0);        /* nothing of the starter's */
         ready = detach();
@@ -203,7 +223,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_SETMASK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
     sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
-    lfd = listen_on(dir, &held);
+    lfd = listen_on(dir, &held, &activated);
     if (lfd < 0 || sfd < 0) {
         if (held)
             gpuaesd_log("another gpuaesd serves %s", dir);
@@ -233,8 +253,9 @@ int main(int argc, char **argv)
             break;
         }
     }
-    /* Socket gone first: no new client can come; then the clients' ends. */
-    {
+    /* Socket gone first: no new client can come; then the clients' ends.
+     * systemd's socket stays: it starts us again at the next connection. */
+    if (!activated) {
         struct sockaddr_un sa;
 
         if (gpuaesd_sock_addr(dir, &sa) == 0)

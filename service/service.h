@@ -41,4 +41,8 @@ void gpuaesd_wipe(void *p, size_t n);
 /* Logs to stderr when it is a terminal or a file (foreground); never secrets. */
 void gpuaesd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The listening socket systemd passed for dir (activation.c): its fd, -1
+ * when not socket-activated, -2 when activated with something unusable. */
+int gpuaesd_activated_socket(const char *dir);
+
 #endif

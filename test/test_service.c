@@ -25,6 +25,7 @@
 int svc_run_fuzz(const char *service);
 int svc_run_uid(const char *service);
 int svc_run_dir(const char *service);
+int svc_run_activation(const char *service);
 
 #define SEG ((size_t)8 << 20)
 
@@ -219,7 +220,7 @@ static int run_kill(const char *service)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: test_service diff|kill|fuzz|uid|dir SERVICE [--gpu]\n");
+        fprintf(stderr, "usage: test_service diff|kill|fuzz|uid|dir|activation SERVICE [--gpu]\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -234,5 +235,7 @@ int main(int argc, char **argv)
         return svc_run_uid(argv[2]);
     if (strcmp(argv[1], "dir") == 0)
         return svc_run_dir(argv[2]);
+    if (strcmp(argv[1], "activation") == 0)
+        return svc_run_activation(argv[2]);
     return 2;
 }
