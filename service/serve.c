@@ -2,7 +2,9 @@
  * serve.c - one thread per client (docs/SERVICE.md, "Step 1"): its hello and
  * memfd segment, then its jobs, each checked (gpuaesd_check_request) before
  * anything it names is touched and run by the GPU layer
- * (include/gpuaes_gpu.h) on the client's shared memory.  A malformed request
+ * (include/gpuaes_gpu.h) on the client's shared memory, which is registered
+ * for DMA once (segment_register: jobs then skip the layer's staging
+ * copies) and unregistered before it is unmapped.  A malformed request
  * gets GPUAESD_EINVAL; a message that is not even framed right (size, magic,
  * version, type) ends that client's connection.  Nothing here ends the
  * service or another client.
@@ -33,6 +35,7 @@ static unsigned nclients;
 static int table_ready;
 
 static atomic_ullong n_total, n_refused, n_jobs, n_jobs_gpu, n_bytes_gpu, n_malformed;
+static atomic_ullong n_segs_registered, n_register_failed, n_jobs_direct, n_bytes_direct;
 static _Atomic uint64_t last_activity, started_ms;
 
 uint64_t gpuaesd_now_ms(void)
@@ -82,8 +85,15 @@ void gpuaesd_status_fill(gpuaesd_status_reply *st)
     st->bytes_gpu = atomic_load(&n_bytes_gpu);
     st->malformed = atomic_load(&n_malformed);
     st->uptime_ms = gpuaesd_now_ms() - atomic_load(&started_ms);
+    st->segments_registered = atomic_load(&n_segs_registered);
+    st->register_failed = atomic_load(&n_register_failed);
+    st->jobs_direct = atomic_load(&n_jobs_direct);
+    st->bytes_direct = atomic_load(&n_bytes_direct);
     strncpy(st->gpu, gpuaes_gpu_state(), sizeof(st->gpu) - 1);
 }
+
+/* Registration of a client's segment for DMA (client.dma). */
+enum { DMA_PENDING, DMA_REGISTERING, DMA_ON, DMA_OFF };
 
 /* One client's state. */
 typedef struct client {
@@ -92,6 +102,7 @@ typedef struct client {
     pid_t pid;
     unsigned char *seg;                /* its memfd, mapped; NULL before the hello */
     uint64_t seg_size;
+    _Atomic int dma;                   /* DMA_*: PENDING until the GPU is up */
 } client;
 
 /* Receives one message (at most n bytes) and the first fd it carries (*rfd,
@@ -167,6 +178,58 @@ static uint32_t map_segment(client *c, int mfd, uint64_t seg_size)
     return GPUAESD_OK;
 }
 
+/*
+ * Registers c's segment for DMA (after the hello's reply, and before a job
+ * while the GPU was still starting: the layer never waits for it), once,
+ * whichever of the client's threads gets here first.  A failure is logged
+ * and counted; the client is then served through the layer's staging.
+ */
+static void segment_register(client *c)
+{
+    int expect = DMA_PENDING;
+    char err[160];
+
+    if (c->seg == NULL || atomic_load(&c->dma) != DMA_PENDING
+        || !atomic_compare_exchange_strong(&c->dma, &expect, DMA_REGISTERING))
+        return;
+    switch (gpuaes_gpu_host_register(c->seg, (size_t)c->seg_size, err)) {
+    case 0:
+        atomic_fetch_add(&n_segs_registered, 1);
+        atomic_store(&c->dma, DMA_ON);
+        break;
+    case 1:                            /* the GPU is starting: at a later job */
+        atomic_store(&c->dma, DMA_PENDING);
+        break;
+    default:
+        atomic_fetch_add(&n_register_failed, 1);
+        atomic_store(&c->dma, DMA_OFF);
+        gpuaesd_log("client %ld: segment not registered for DMA (%s): served through staging", (long)c->pid, err);
+        break;
+    }
+}
+
+/* Before the segment is unmapped, once no job of c runs any more. */
+static void segment_unregister(client *c)
+{
+    char err[160];
+
+    if (atomic_load(&c->dma) != DMA_ON)
+        return;
+    if (gpuaes_gpu_host_unregister(c->seg, err) != 0)
+        gpuaesd_log("client %ld: unregistering its segment: %s", (long)c->pid, err);
+    atomic_fetch_sub(&n_segs_registered, 1);
+    atomic_store(&c->dma, DMA_OFF);
+}
+
+/* A job that did something on the GPU by DMA straight from the segment. */
+static void count_direct(const gpuaes_job *job)
+{
+    if (job->direct && job->done != 0) {
+        atomic_fetch_add(&n_jobs_direct, 1);
+        atomic_fetch_add(&n_bytes_direct, job->done);
+    }
+}
+
 static gpuaes_op op_of(uint32_t op)
 {
     static const gpuaes_op map[] = {
@@ -188,6 +251,7 @@ static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
     rep->status = GPUAESD_BUSY;
     if (key == NULL)
         return;
+    segment_register(c);
     memset(&job, 0, sizeof(job));
     job.op = op_of(r->op);
     job.key = key;
@@ -216,6 +280,7 @@ static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
         atomic_fetch_add(&n_jobs_gpu, 1);
         atomic_fetch_add(&n_bytes_gpu, job.done);
     }
+    count_direct(&job);
     gpuaesd_wipe(&job, sizeof(job));
 }
 
@@ -240,6 +305,8 @@ static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
         rep.max_job = c->seg_size;
         if (send_msg(c->fd, &rep, sizeof(rep)) != 0)
             return 1;
+        if (rep.status == GPUAESD_OK)
+            segment_register(c);       /* after the reply: the client does not wait for it */
         return rep.status == GPUAESD_OK ? 0 : -1;
     }
     if (h.type == GPUAESD_STATUS) {
@@ -293,8 +360,10 @@ static void *client_main(void *arg)
             break;
     }
     gpuaesd_wipe(m, sizeof(m));        /* the last request's key */
-    if (c->seg != NULL)
+    if (c->seg != NULL) {
+        segment_unregister(c);         /* its jobs are over */
         munmap(c->seg, (size_t)c->seg_size);
+    }
     close(c->fd);
     pthread_mutex_lock(&table_lock);
     table[c->slot] = -1;

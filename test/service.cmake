@@ -25,6 +25,11 @@ foreach(t diff fuzz uid dir kill)
   add_test(NAME service_${t} COMMAND test_service ${t} $<TARGET_FILE:gpuaesd_emu>)
   set_tests_properties(service_${t} PROPERTIES LABELS "emu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
+# diff again with every DMA registration failing (emulated): the service
+# serves through staging, bit for bit, and counts the failures.
+add_test(NAME service_diff_noreg COMMAND test_service diff $<TARGET_FILE:gpuaesd_emu>)
+set_tests_properties(service_diff_noreg PROPERTIES LABELS "emu;service" TIMEOUT 300
+  ENVIRONMENT GPUAES_EMU_REGISTER_FAIL=1)
 # The real service on a GPU machine (skipped without a usable GPU).
 add_test(NAME service_diff_gpu COMMAND test_service diff $<TARGET_FILE:gpuaesd> --gpu)
 set_tests_properties(service_diff_gpu PROPERTIES LABELS "gpu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
