@@ -53,6 +53,11 @@ gpuaes_test(NAME bad_input_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
 gpuaes_test(NAME fork_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_fork> --gpu
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+# The service's DMA registration fails for every client: served through
+# staging, every output still right.
+gpuaes_test(NAME diff_service_noreg_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
+  --threads 4 --iterations 8 --max-bytes 1M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} GPUAES_EMU_REGISTER_FAIL=1 TIMEOUT 120)
 # gpuaesd missing: every call correct on the CPU, no hang (starts are retried
 # with a back-off of 1, 2, 4 ... s, in the background).
 gpuaes_test(NAME diff_service_absent_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service_run.sh
