@@ -404,6 +404,7 @@ int gpuaesd_serve(int fd, pid_t pid)
         c->pid = pid;
         table[slot] = fd;
         nclients++;
+        atomic_fetch_add(&n_total, 1); /* before its thread: a STATUS it answers counts itself */
         if (pthread_attr_init(&a) == 0) {
             pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
             ok = pthread_create(&t, &a, client_main, c) == 0;
@@ -412,6 +413,7 @@ int gpuaesd_serve(int fd, pid_t pid)
         if (!ok) {
             table[slot] = -1;
             nclients--;
+            atomic_fetch_sub(&n_total, 1);
         }
     }
     pthread_mutex_unlock(&table_lock);
@@ -420,7 +422,6 @@ int gpuaesd_serve(int fd, pid_t pid)
         close(fd);
         return -1;
     }
-    atomic_fetch_add(&n_total, 1);
     return 0;
 }
 

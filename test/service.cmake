@@ -30,6 +30,25 @@ endforeach()
 add_test(NAME service_diff_noreg COMMAND test_service diff $<TARGET_FILE:gpuaesd_emu>)
 set_tests_properties(service_diff_noreg PROPERTIES LABELS "emu;service" TIMEOUT 300
   ENVIRONMENT GPUAES_EMU_REGISTER_FAIL=1)
+# The GPU layer's registration itself (test_direct.c): direct jobs give what
+# staged ones give, every op, in place or not, four threads in one range,
+# unregister racing a job; with each injected fault, the same done prefix.
+# The real layer (gpu) and the emulator.
+add_executable(test_direct test_direct.c)
+target_include_directories(test_direct PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(test_direct PRIVATE testutil gpuaes_cuda CUDA::cudart_static OpenSSL::Crypto Threads::Threads)
+add_executable(test_direct_emu test_direct.c gpu_emulator.c)
+target_include_directories(test_direct_emu PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(test_direct_emu PRIVATE testutil OpenSSL::Crypto Threads::Threads)
+add_test(NAME direct_gpu COMMAND test_direct)
+set_tests_properties(direct_gpu PROPERTIES LABELS "gpu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
+foreach(f alloc copyin launch copyout sync)
+  add_test(NAME direct_fault_${f}_gpu COMMAND test_direct --fault ${f})
+  set_tests_properties(direct_fault_${f}_gpu PROPERTIES LABELS "gpu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()
+add_test(NAME direct_emu COMMAND test_direct_emu)
+add_test(NAME direct_fault_sync_emu COMMAND test_direct_emu --fault sync)
+set_tests_properties(direct_emu direct_fault_sync_emu PROPERTIES LABELS "emu;service" TIMEOUT 300)
 # The real service on a GPU machine (skipped without a usable GPU).
 add_test(NAME service_diff_gpu COMMAND test_service diff $<TARGET_FILE:gpuaesd> --gpu)
 set_tests_properties(service_diff_gpu PROPERTIES LABELS "gpu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
