@@ -94,6 +94,7 @@ void gpuaesd_status_fill(gpuaesd_status_reply *st)
 
 /* Registration of a client's segment for DMA (client.dma). */
 enum { DMA_PENDING, DMA_REGISTERING, DMA_ON, DMA_OFF };
+static int dma_off;                    /* GPUAESD_DMA=0: never register (A/B measurements) */
 
 /* One client's state. */
 typedef struct client {
@@ -192,6 +193,10 @@ static void segment_register(client *c)
     if (c->seg == NULL || atomic_load(&c->dma) != DMA_PENDING
         || !atomic_compare_exchange_strong(&c->dma, &expect, DMA_REGISTERING))
         return;
+    if (dma_off) {
+        atomic_store(&c->dma, DMA_OFF);
+        return;
+    }
     switch (gpuaes_gpu_host_register(c->seg, (size_t)c->seg_size, err)) {
     case 0:
         atomic_fetch_add(&n_segs_registered, 1);
@@ -382,6 +387,9 @@ void gpuaesd_serve_init(void)
     for (int i = 0; i < MAX_CLIENTS; i++)
         table[i] = -1;
     table_ready = 1;
+    dma_off = getenv("GPUAESD_DMA") != NULL && strcmp(getenv("GPUAESD_DMA"), "0") == 0;
+    if (dma_off)
+        gpuaesd_log("GPUAESD_DMA=0: client segments are not registered for DMA");
     atomic_store(&started_ms, gpuaesd_now_ms());
     atomic_store(&last_activity, gpuaesd_now_ms());
     pthread_mutex_unlock(&table_lock);

@@ -30,6 +30,9 @@ endforeach()
 add_test(NAME service_diff_noreg COMMAND test_service diff $<TARGET_FILE:gpuaesd_emu>)
 set_tests_properties(service_diff_noreg PROPERTIES LABELS "emu;service" TIMEOUT 300
   ENVIRONMENT GPUAES_EMU_REGISTER_FAIL=1)
+# ... and with registration turned off (GPUAESD_DMA=0: the A/B switch).
+add_test(NAME service_diff_nodma COMMAND test_service diff $<TARGET_FILE:gpuaesd_emu>)
+set_tests_properties(service_diff_nodma PROPERTIES LABELS "emu;service" TIMEOUT 300 ENVIRONMENT GPUAESD_DMA=0)
 # The GPU layer's registration itself (test_direct.c): direct jobs give what
 # staged ones give, every op, in place or not, four threads in one range,
 # unregister racing a job; with each injected fault, the same done prefix.
