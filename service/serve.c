@@ -3,8 +3,8 @@
  * memfd segment, then its jobs, each checked (gpuaesd_check_request) before
  * anything it names is touched and run by the GPU layer
  * (include/gpuaes_gpu.h) on the client's shared memory, which is registered
- * for DMA once (segment_register: jobs then skip the layer's staging
- * copies) and unregistered before it is unmapped.  A malformed request
+ * for DMA once, in the background (segment_register: jobs then skip the
+ * layer's staging copies), and unregistered before it is unmapped.  A malformed request
  * gets GPUAESD_EINVAL; a message that is not even framed right (size, magic,
  * version, type) ends that client's connection.  Nothing here ends the
  * service or another client.
@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -93,7 +94,7 @@ void gpuaesd_status_fill(gpuaesd_status_reply *st)
 }
 
 /* Registration of a client's segment for DMA (client.dma). */
-enum { DMA_PENDING, DMA_REGISTERING, DMA_ON, DMA_OFF };
+enum { DMA_NONE, DMA_REGISTERING, DMA_ON, DMA_OFF };
 static int dma_off;                    /* GPUAESD_DMA=0: never register (A/B measurements) */
 
 /* One client's state. */
@@ -103,7 +104,9 @@ typedef struct client {
     pid_t pid;
     unsigned char *seg;                /* its memfd, mapped; NULL before the hello */
     uint64_t seg_size;
-    _Atomic int dma;                   /* DMA_*: PENDING until the GPU is up */
+    _Atomic int dma;                   /* DMA_*, set by the registration thread */
+    pthread_t dma_thread;              /* the registration (segment_register) */
+    int dma_joinable;
 } client;
 
 /* Receives one message (at most n bytes) and the first fd it carries (*rfd,
@@ -179,45 +182,60 @@ static uint32_t map_segment(client *c, int mfd, uint64_t seg_size)
     return GPUAESD_OK;
 }
 
+/* The registration thread: waits for the GPU's start-up (the layer's call
+ * never does), then registers.  A failure is logged and counted; the client
+ * is served through the layer's staging meanwhile and then. */
+static void *register_main(void *arg)
+{
+    client *c = arg;
+    char err[160];
+    int rc = -1;
+
+    if (gpuaes_gpu_wait())
+        while ((rc = gpuaes_gpu_host_register(c->seg, (size_t)c->seg_size, err)) == 1)
+            gpuaes_gpu_wait();         /* the layer was shut down and is starting again */
+    else
+        snprintf(err, sizeof(err), "%s", gpuaes_gpu_state());
+    if (rc == 0) {
+        atomic_fetch_add(&n_segs_registered, 1);
+        atomic_store(&c->dma, DMA_ON);
+    } else {
+        atomic_fetch_add(&n_register_failed, 1);
+        atomic_store(&c->dma, DMA_OFF);
+        gpuaesd_log("client %ld: segment not registered for DMA (%s): served through staging", (long)c->pid, err);
+    }
+    return NULL;
+}
+
 /*
- * Registers c's segment for DMA (after the hello's reply, and before a job
- * while the GPU was still starting: the layer never waits for it), once,
- * whichever of the client's threads gets here first.  A failure is logged
- * and counted; the client is then served through the layer's staging.
+ * Once the hello is accepted: c's segment is registered for DMA on a thread
+ * of its own (55 ms per 256 MiB, and the GPU may still be starting), so that
+ * no hello or job waits for it; jobs that come first run staged.
  */
 static void segment_register(client *c)
 {
-    int expect = DMA_PENDING;
-    char err[160];
-
-    if (c->seg == NULL || atomic_load(&c->dma) != DMA_PENDING
-        || !atomic_compare_exchange_strong(&c->dma, &expect, DMA_REGISTERING))
-        return;
     if (dma_off) {
         atomic_store(&c->dma, DMA_OFF);
         return;
     }
-    switch (gpuaes_gpu_host_register(c->seg, (size_t)c->seg_size, err)) {
-    case 0:
-        atomic_fetch_add(&n_segs_registered, 1);
-        atomic_store(&c->dma, DMA_ON);
-        break;
-    case 1:                            /* the GPU is starting: at a later job */
-        atomic_store(&c->dma, DMA_PENDING);
-        break;
-    default:
+    atomic_store(&c->dma, DMA_REGISTERING);
+    c->dma_joinable = pthread_create(&c->dma_thread, NULL, register_main, c) == 0;
+    if (!c->dma_joinable) {
         atomic_fetch_add(&n_register_failed, 1);
         atomic_store(&c->dma, DMA_OFF);
-        gpuaesd_log("client %ld: segment not registered for DMA (%s): served through staging", (long)c->pid, err);
-        break;
+        gpuaesd_log("client %ld: no thread to register its segment for DMA: served through staging", (long)c->pid);
     }
 }
 
-/* Before the segment is unmapped, once no job of c runs any more. */
+/* Before the segment is unmapped, once no job of c runs any more (the
+ * registration first ends: at most the GPU's start-up). */
 static void segment_unregister(client *c)
 {
     char err[160];
 
+    if (c->dma_joinable)
+        pthread_join(c->dma_thread, NULL);
+    c->dma_joinable = 0;
     if (atomic_load(&c->dma) != DMA_ON)
         return;
     if (gpuaes_gpu_host_unregister(c->seg, err) != 0)
@@ -256,7 +274,6 @@ static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
     rep->status = GPUAESD_BUSY;
     if (key == NULL)
         return;
-    segment_register(c);
     memset(&job, 0, sizeof(job));
     job.op = op_of(r->op);
     job.key = key;
@@ -311,7 +328,7 @@ static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
         if (send_msg(c->fd, &rep, sizeof(rep)) != 0)
             return 1;
         if (rep.status == GPUAESD_OK)
-            segment_register(c);       /* after the reply: the client does not wait for it */
+            segment_register(c);       /* in the background: nobody waits for it */
         return rep.status == GPUAESD_OK ? 0 : -1;
     }
     if (h.type == GPUAESD_STATUS) {
