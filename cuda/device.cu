@@ -38,6 +38,7 @@
 #include "gpu_settings.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
+#include "host_register.h"
 #include "layer_gate.h"
 #include "module_exit.h"
 #include "pdl.cuh"
@@ -83,6 +84,7 @@ void on_fork_child()
     staging_atfork_child();
     keystream_atfork_child();
     layer_atfork_child();
+    host_ranges_atfork_child();
 }
 
 void register_atfork_once()
@@ -398,7 +400,10 @@ extern "C" void gpuaes_gpu_shutdown(void)
     pthread_mutex_unlock(&g_init_lock);
     if (join) pthread_join(g_init_thread, nullptr); // an initialisation under way ends first
     if (g_init_state.load() != kInitDone) return;   // never started: nothing to give back
-    if (!g_exiting.load()) gpu_resources_release(false); // reusable: gpu_state.h
+    if (!g_exiting.load()) {
+        host_ranges_release(); // ranges a caller left registered
+        gpu_resources_release(false); // reusable: gpu_state.h
+    }
     // Forget the initialisation: a later load starts afresh.
     pthread_mutex_lock(&g_init_lock);
     g_usable = false;

@@ -9,6 +9,7 @@
 #include "cuda_guest.h"
 #include "gpuaes_counter.h"
 #include "gpuaes_gpu.h"
+#include "host_register.h"
 #include "layer_gate.h"
 #include "pipeline.h"
 #include "slot_pool.h"
@@ -66,6 +67,7 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
     job->cpu_from = job->len;
     job->status = GPUAES_OK;
     job->error[0] = '\0';
+    job->direct = 0;
     std::memset(job->ghash, 0, sizeof job->ghash); // GCM: the GHASH of nothing done yet
     std::memset(job->ghash_tail, 0, sizeof job->ghash_tail);
     std::memcpy(job->iv_end, job->iv, 16);
@@ -95,13 +97,18 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
         return;
     }
 
+    // in[] and out[] in one registered range (gpuaesd's client segment):
+    // DMA straight from and to it, no staging copies; unregistration waits
+    // for this job.
+    DirectUse direct(job->in, job->out, job->len);
     Slot *slot = take_slot(job); // sets the status when there is none
     if (slot == nullptr) return;
+    job->direct = direct.ok() ? 1 : 0;
 
     bool idle, fatal;
     {
         CopyPoolUse copiers; // starts the copy workers at the first job
-        idle = run_pipeline(job, slot, kmode, &fatal);
+        idle = run_pipeline(job, slot, kmode, direct.ok(), &fatal);
     }
     give_back_slot(slot, idle, fatal);
 }

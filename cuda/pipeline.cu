@@ -22,6 +22,10 @@ namespace gpuaes {
 namespace {
 
 constexpr size_t kKeystreamAhead = 2; // CTR keystream chunks on the GPU at once (enqueue_gpu)
+// Direct chunks on the GPU at once: one in D2H, one in H2D, one queued to
+// cover our reaction to a completion (not measured yet: 2 to 6 are worth a
+// try on the GPU machine).
+constexpr size_t kDirectAhead = 3;
 // The caller's share: a piece is ~40-60 us of one AES-NI core, short
 // enough that the pipeline it drives meanwhile (copy-outs wait for it to
 // notice a finished chunk) barely notices, long enough that the callback's
@@ -47,7 +51,8 @@ size_t chunk_len(size_t i, size_t rem, size_t first, size_t cap)
 
 class Pipeline {
   public:
-    Pipeline(gpuaes_job *job, Slot *slot, int kmode) : job_(job), slot_(slot), kmode_(kmode)
+    Pipeline(gpuaes_job *job, Slot *slot, int kmode, bool direct)
+        : job_(job), slot_(slot), kmode_(kmode), direct_(direct)
     {
         const StagingConfig &cf = config();
         cap_ = cf.chunk;
@@ -70,7 +75,8 @@ class Pipeline {
         if (gh_ != GhashOver::none) gcm_.set_h(job->h);
         share_ = job->cpu_share;
         cpu_from_ = job->len;
-        ks_out_ = (kmode == KM_CTR128 || kmode == KM_CTR32) && gh_ == GhashOver::none;
+        // Direct: the input goes to the GPU by DMA anyway, and no host pass is left.
+        ks_out_ = !direct_ && (kmode == KM_CTR128 || kmode == KM_CTR32) && gh_ == GhashOver::none;
         if (trace_this_job()) trace_.begin(job->len / first_ + 2);
     }
 
@@ -184,8 +190,9 @@ class Pipeline {
         if (kmode_ == KM_CBC_DEC || kmode_ == KM_CFB_DEC) std::memcpy(f.last_in, job_->in + f.off + f.n - 16, 16);
         trace_.mark(in_, StageTrace::copy_in);
         // Keystream chunks copy nothing in: the copy-out's XOR reads in[].
+        // Direct ones neither: their H2D reads in[].
         lane_of(in_).used = true;
-        copy_start(&f.copy, lane_of(in_).host, job_->in + f.off, ks_out_ ? 0 : f.n, 0);
+        copy_start(&f.copy, lane_of(in_).host, job_->in + f.off, ks_out_ || direct_ ? 0 : f.n, 0);
         ++in_;
         return true;
     }
@@ -200,6 +207,7 @@ class Pipeline {
         // waits for, finishes last.  Two at a time keep D2H busy (~54 GB/s)
         // and complete in order (measured, 64 MiB: 40 -> 43-47 GB/s).
         if (ks_out_ && gpu_ - out_ >= kKeystreamAhead) return false;
+        if (direct_ && gpu_ - out_ >= kDirectAhead) return false; // nothing else paces them either
         copy_wait(&flight_of(gpu_).copy); // complete: only releases the task
         const size_t i = gpu_++;
         trace_.mark(i, StageTrace::enqueue);
@@ -235,8 +243,8 @@ class Pipeline {
         unsigned char *const zc_input = f.result != l.host ? l.host : nullptr;
         if (ks_out_)
             copy_start_xor(&f.copy, job_->out + off_of(i), job_->in + off_of(i), f.result, len_of(i), flags);
-        else
-            copy_start(&f.copy, job_->out + off_of(i), f.result, len_of(i), flags, zc_input);
+        else // direct: the D2H wrote out[] already
+            copy_start(&f.copy, job_->out + off_of(i), f.result, direct_ ? 0 : len_of(i), flags, zc_input);
         ++out_;
         return true;
     }
@@ -398,7 +406,8 @@ class Pipeline {
             fail("copyin", "cudaMemcpyAsync", e);
             return false;
         }
-        e = ks_out_ ? cudaSuccess : cudaMemcpyAsync(l.din, l.host, n, cudaMemcpyHostToDevice, l.stream);
+        e = ks_out_ ? cudaSuccess
+                    : cudaMemcpyAsync(l.din, direct_ ? job_->in + off : l.host, n, cudaMemcpyHostToDevice, l.stream);
         if (e != cudaSuccess) {
             fail("copyin", "cudaMemcpyAsync", e);
             return false;
@@ -418,7 +427,7 @@ class Pipeline {
                 return false;
             }
         }
-        e = cudaMemcpyAsync(l.host, l.dout, n, cudaMemcpyDeviceToHost, l.stream);
+        e = cudaMemcpyAsync(direct_ ? job_->out + off : l.host, l.dout, n, cudaMemcpyDeviceToHost, l.stream);
         if (e != cudaSuccess) {
             fail("copyout", "cudaMemcpyAsync", e);
             return false;
@@ -428,7 +437,7 @@ class Pipeline {
 
     bool zero_copy_ok(size_t n) const
     {
-        return n <= zero_copy_ && gh_ == GhashOver::none;
+        return !direct_ && n <= zero_copy_ && gh_ == GhashOver::none;
     }
 
     // CTR modes: c := the counter block of input block `blocks` (the job's
@@ -464,6 +473,7 @@ class Pipeline {
     gpuaes_job *job_;
     Slot *slot_;
     int kmode_;
+    bool direct_; // in[] and out[] registered: DMA from and to them, no staging copies
     int nlanes_ = 0;
     size_t cap_ = 0;      // bytes per lane buffer: the largest chunk
     size_t first_ = 0;    // the first chunk's length (chunk_len)
@@ -491,9 +501,9 @@ class Pipeline {
 
 } // namespace
 
-bool run_pipeline(gpuaes_job *job, Slot *slot, int kmode, bool *fatal)
+bool run_pipeline(gpuaes_job *job, Slot *slot, int kmode, bool direct, bool *fatal)
 {
-    Pipeline p(job, slot, kmode);
+    Pipeline p(job, slot, kmode, direct);
     const bool idle = p.run();
     *fatal = p.fatal();
     return idle;

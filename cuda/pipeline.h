@@ -44,6 +44,18 @@
 // copy-out of chunk j never starts before every chunk < j succeeded; copy-ins
 // only read in[]).  In place (out == in) chunks write only their own range.
 //
+// Direct jobs (in[] and out[] in memory registered for DMA: gpuaesd's
+// client segments, gpuaes_gpu_host_register): the same chunks, lanes and
+// stages with nothing to copy.  The copy-in and copy-out are empty (still
+// started and waited for, so the stage order is unchanged), the H2D reads
+// in + off, the D2H writes out + off, CTR takes its input to the GPU (no
+// keystream + host XOR), and there is no zero-copy.  A chunk's D2H is
+// queued behind its own kernel only, so after a failure at chunk i, chunks
+// after it already on the GPU may still write their (correct) output: out[]
+// beyond done is not untouched (gpuaes_gpu.h).  In place, chunk i's D2H
+// writes only [off, off + n), which no later chunk's H2D reads; the CBC/CFB
+// chain block is taken from in[] at the copy-in, before the D2H is queued.
+//
 // Secrets (docs/DESIGN.md, "Secrets"): when a job returns, every pinned
 // byte it wrote is zero again, and a wipe of every device byte it wrote is
 // queued on the lane's stream, ahead of anything the lane does next.  The
@@ -62,10 +74,12 @@ namespace gpuaes {
 
 // Runs `job` (valid, len > 0; kmode its KMode) on `slot`, inside
 // copy_pool_enter()/copy_pool_leave(); fills job->done, iv, cpu_from,
-// ghash, ghash_tail, status and error.  Returns false when the slot's
+// ghash, ghash_tail, status and error.  direct: in[] and out[] lie in
+// registered memory (host_register.h), and each chunk's H2D reads in[]
+// and its D2H writes out[] themselves.  Returns false when the slot's
 // streams may not be idle (then the slot must not be reused); *fatal: the
 // GPU is unusable now.
-bool run_pipeline(gpuaes_job *job, Slot *slot, int kmode, bool *fatal);
+bool run_pipeline(gpuaes_job *job, Slot *slot, int kmode, bool direct, bool *fatal);
 
 } // namespace gpuaes
 

@@ -91,6 +91,7 @@ typedef struct gpuaes_job {
     unsigned char iv_end[16];      /* the state (as iv) for in[len], whatever was done */
     gpuaes_status status;          /* GPUAES_OK: done == cpu_from (all of out[] is done) */
     char error[160];               /* why, when status == GPUAES_FAILED */
+    int direct;                    /* 1: ran by DMA straight from a registered range (below) */
 } gpuaes_job;
 
 /* ---- Settings (README, "Knobs") ----
@@ -190,6 +191,40 @@ const char *gpuaes_gpu_state(void);
  * done (done 0, cpu_from len).
  */
 void gpuaes_gpu_run(gpuaes_job *job);
+
+/*
+ * Registration for DMA: only gpuaesd (service/serve.c) calls these, for its
+ * clients' shared segments; the provider never does.
+ *
+ * A job whose in[0..len) and out[0..len) both lie inside one registered
+ * range runs "direct" (job.direct = 1): each chunk goes host -> device from
+ * in + off and device -> host to out + off by DMA, with no copy through the
+ * pinned staging (in place included).  Same chunks, streams, faults and
+ * results (done, iv at done, ghash) as a staged job, with one difference:
+ * when a direct job fails, chunks after the done prefix that were already
+ * on the GPU may have written their (correct) output into out[done..len),
+ * in place over the input, so the caller completes the rest from its own
+ * copy of the input (gpuaesd's clients do: the application's buffers).
+ *
+ * gpuaes_gpu_host_register() page-locks [base, base + len) for the GPU
+ * (cudaHostRegister, ~55 ms per 256 MiB of shared memory, once).  Never
+ * waits for the GPU's start-up: 1 when it is not over yet (this call starts
+ * it; nothing registered: call again once gpuaes_gpu_started()); 0 when
+ * registered; -1 when not (no usable GPU, a range overlapping one already
+ * registered, too many ranges, the CUDA call failed), error saying why.
+ * Jobs in an unregistered range run staged as before.  Registered memory is
+ * the caller's: it does not count against gpu_memory_max.
+ *
+ * gpuaes_gpu_host_unregister(): base as registered.  The range takes no new
+ * direct job from the call on; the call waits for the direct jobs still
+ * running in it, then unregisters it.  The rule: the memory stays mapped
+ * until the call returns (gpuaesd unregisters a client's segment once the
+ * client's jobs are over, then unmaps it).  0, or -1 with error (not
+ * registered, or the CUDA call failed: forgotten anyway).
+ * gpuaes_gpu_shutdown() unregisters whatever is left.
+ */
+int gpuaes_gpu_host_register(void *base, size_t len, char error[160]);
+int gpuaes_gpu_host_unregister(void *base, char error[160]);
 
 /*
  * Memory this process's GPU layer holds beyond the CUDA context (~0.5 GiB,

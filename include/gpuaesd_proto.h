@@ -127,6 +127,11 @@ typedef struct gpuaesd_status_reply {
     uint64_t bytes_gpu;      /* sum of done */
     uint64_t malformed;      /* requests answered GPUAESD_EINVAL, or connections dropped for bad framing */
     uint64_t uptime_ms;
+    /* Registration for DMA (gpuaes_gpu_host_register): */
+    uint64_t segments_registered; /* client segments registered now */
+    uint64_t register_failed;     /* registrations that failed (those clients are served through staging) */
+    uint64_t jobs_direct;         /* of jobs_gpu, run by DMA straight from the segment */
+    uint64_t bytes_direct;        /* their done */
     char gpu[160];           /* gpuaes_gpu_state(), NUL-terminated */
 } gpuaesd_status_reply;
 

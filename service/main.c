@@ -68,6 +68,9 @@ static int print_status(const char *dir)
     printf("jobs: %llu answered, %llu on the GPU (%llu bytes), %llu malformed\n",
            (unsigned long long)st.jobs, (unsigned long long)st.jobs_gpu, (unsigned long long)st.bytes_gpu,
            (unsigned long long)st.malformed);
+    printf("dma: %llu segments registered, %llu failed; %llu jobs direct (%llu bytes)\n",
+           (unsigned long long)st.segments_registered, (unsigned long long)st.register_failed,
+           (unsigned long long)st.jobs_direct, (unsigned long long)st.bytes_direct);
     printf("gpu: %s\n", st.gpu);
     return 0;
 }

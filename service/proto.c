@@ -13,7 +13,11 @@ _Static_assert(sizeof(gpuaesd_hello) == 32, "gpuaesd_hello");
 _Static_assert(sizeof(gpuaesd_hello_reply) == 32, "gpuaesd_hello_reply");
 _Static_assert(sizeof(gpuaesd_job_req) == 120, "gpuaesd_job_req");
 _Static_assert(sizeof(gpuaesd_job_reply) == 88, "gpuaesd_job_reply");
-_Static_assert(sizeof(gpuaesd_status_reply) == 240, "gpuaesd_status_reply");
+/* 272: the DMA counters (issue 22, step "registration for DMA") grew it from
+ * 240; both ends insist on the exact size, so a client and a service of
+ * different builds see a STATUS_REPLY of the other size as malformed (jobs
+ * are unchanged: no version bump). */
+_Static_assert(sizeof(gpuaesd_status_reply) == 272, "gpuaesd_status_reply");
 
 static size_t type_size(enum gpuaesd_type t)
 {

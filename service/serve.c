@@ -2,7 +2,9 @@
  * serve.c - one thread per client (docs/SERVICE.md, "Step 1"): its hello and
  * memfd segment, then its jobs, each checked (gpuaesd_check_request) before
  * anything it names is touched and run by the GPU layer
- * (include/gpuaes_gpu.h) on the client's shared memory.  A malformed request
+ * (include/gpuaes_gpu.h) on the client's shared memory, which is registered
+ * for DMA once, in the background (segment_register: jobs then skip the
+ * layer's staging copies), and unregistered before it is unmapped.  A malformed request
  * gets GPUAESD_EINVAL; a message that is not even framed right (size, magic,
  * version, type) ends that client's connection.  Nothing here ends the
  * service or another client.
@@ -12,6 +14,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -33,6 +36,7 @@ static unsigned nclients;
 static int table_ready;
 
 static atomic_ullong n_total, n_refused, n_jobs, n_jobs_gpu, n_bytes_gpu, n_malformed;
+static atomic_ullong n_segs_registered, n_register_failed, n_jobs_direct, n_bytes_direct;
 static _Atomic uint64_t last_activity, started_ms;
 
 uint64_t gpuaesd_now_ms(void)
@@ -82,8 +86,16 @@ void gpuaesd_status_fill(gpuaesd_status_reply *st)
     st->bytes_gpu = atomic_load(&n_bytes_gpu);
     st->malformed = atomic_load(&n_malformed);
     st->uptime_ms = gpuaesd_now_ms() - atomic_load(&started_ms);
+    st->segments_registered = atomic_load(&n_segs_registered);
+    st->register_failed = atomic_load(&n_register_failed);
+    st->jobs_direct = atomic_load(&n_jobs_direct);
+    st->bytes_direct = atomic_load(&n_bytes_direct);
     strncpy(st->gpu, gpuaes_gpu_state(), sizeof(st->gpu) - 1);
 }
+
+/* Registration of a client's segment for DMA (client.dma). */
+enum { DMA_NONE, DMA_REGISTERING, DMA_ON, DMA_OFF };
+static int dma_off;                    /* GPUAESD_DMA=0: never register (A/B measurements) */
 
 /* One client's state. */
 typedef struct client {
@@ -92,6 +104,9 @@ typedef struct client {
     pid_t pid;
     unsigned char *seg;                /* its memfd, mapped; NULL before the hello */
     uint64_t seg_size;
+    _Atomic int dma;                   /* DMA_*, set by the registration thread */
+    pthread_t dma_thread;              /* the registration (segment_register) */
+    int dma_joinable;
 } client;
 
 /* Receives one message (at most n bytes) and the first fd it carries (*rfd,
@@ -167,6 +182,77 @@ static uint32_t map_segment(client *c, int mfd, uint64_t seg_size)
     return GPUAESD_OK;
 }
 
+/* The registration thread: waits for the GPU's start-up (the layer's call
+ * never does), then registers.  A failure is logged and counted; the client
+ * is served through the layer's staging meanwhile and then. */
+static void *register_main(void *arg)
+{
+    client *c = arg;
+    char err[160];
+    int rc = -1;
+
+    if (gpuaes_gpu_wait())
+        while ((rc = gpuaes_gpu_host_register(c->seg, (size_t)c->seg_size, err)) == 1)
+            gpuaes_gpu_wait();         /* the layer was shut down and is starting again */
+    else
+        snprintf(err, sizeof(err), "%s", gpuaes_gpu_state());
+    if (rc == 0) {
+        atomic_fetch_add(&n_segs_registered, 1);
+        atomic_store(&c->dma, DMA_ON);
+    } else {
+        atomic_fetch_add(&n_register_failed, 1);
+        atomic_store(&c->dma, DMA_OFF);
+        gpuaesd_log("client %ld: segment not registered for DMA (%s): served through staging", (long)c->pid, err);
+    }
+    return NULL;
+}
+
+/*
+ * Once the hello is accepted: c's segment is registered for DMA on a thread
+ * of its own (55 ms per 256 MiB, and the GPU may still be starting), so that
+ * no hello or job waits for it; jobs that come first run staged.
+ */
+static void segment_register(client *c)
+{
+    if (dma_off) {
+        atomic_store(&c->dma, DMA_OFF);
+        return;
+    }
+    atomic_store(&c->dma, DMA_REGISTERING);
+    c->dma_joinable = pthread_create(&c->dma_thread, NULL, register_main, c) == 0;
+    if (!c->dma_joinable) {
+        atomic_fetch_add(&n_register_failed, 1);
+        atomic_store(&c->dma, DMA_OFF);
+        gpuaesd_log("client %ld: no thread to register its segment for DMA: served through staging", (long)c->pid);
+    }
+}
+
+/* Before the segment is unmapped, once no job of c runs any more (the
+ * registration first ends: at most the GPU's start-up). */
+static void segment_unregister(client *c)
+{
+    char err[160];
+
+    if (c->dma_joinable)
+        pthread_join(c->dma_thread, NULL);
+    c->dma_joinable = 0;
+    if (atomic_load(&c->dma) != DMA_ON)
+        return;
+    if (gpuaes_gpu_host_unregister(c->seg, err) != 0)
+        gpuaesd_log("client %ld: unregistering its segment: %s", (long)c->pid, err);
+    atomic_fetch_sub(&n_segs_registered, 1);
+    atomic_store(&c->dma, DMA_OFF);
+}
+
+/* A job that did something on the GPU by DMA straight from the segment. */
+static void count_direct(const gpuaes_job *job)
+{
+    if (job->direct && job->done != 0) {
+        atomic_fetch_add(&n_jobs_direct, 1);
+        atomic_fetch_add(&n_bytes_direct, job->done);
+    }
+}
+
 static gpuaes_op op_of(uint32_t op)
 {
     static const gpuaes_op map[] = {
@@ -216,6 +302,7 @@ static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
         atomic_fetch_add(&n_jobs_gpu, 1);
         atomic_fetch_add(&n_bytes_gpu, job.done);
     }
+    count_direct(&job);
     gpuaesd_wipe(&job, sizeof(job));
 }
 
@@ -240,6 +327,8 @@ static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
         rep.max_job = c->seg_size;
         if (send_msg(c->fd, &rep, sizeof(rep)) != 0)
             return 1;
+        if (rep.status == GPUAESD_OK)
+            segment_register(c);       /* in the background: nobody waits for it */
         return rep.status == GPUAESD_OK ? 0 : -1;
     }
     if (h.type == GPUAESD_STATUS) {
@@ -293,8 +382,10 @@ static void *client_main(void *arg)
             break;
     }
     gpuaesd_wipe(m, sizeof(m));        /* the last request's key */
-    if (c->seg != NULL)
+    if (c->seg != NULL) {
+        segment_unregister(c);         /* its jobs are over */
         munmap(c->seg, (size_t)c->seg_size);
+    }
     close(c->fd);
     pthread_mutex_lock(&table_lock);
     table[c->slot] = -1;
@@ -313,6 +404,9 @@ void gpuaesd_serve_init(void)
     for (int i = 0; i < MAX_CLIENTS; i++)
         table[i] = -1;
     table_ready = 1;
+    dma_off = getenv("GPUAESD_DMA") != NULL && strcmp(getenv("GPUAESD_DMA"), "0") == 0;
+    if (dma_off)
+        gpuaesd_log("GPUAESD_DMA=0: client segments are not registered for DMA");
     atomic_store(&started_ms, gpuaesd_now_ms());
     atomic_store(&last_activity, gpuaesd_now_ms());
     pthread_mutex_unlock(&table_lock);
@@ -335,6 +429,7 @@ int gpuaesd_serve(int fd, pid_t pid)
         c->pid = pid;
         table[slot] = fd;
         nclients++;
+        atomic_fetch_add(&n_total, 1); /* before its thread: a STATUS it answers counts itself */
         if (pthread_attr_init(&a) == 0) {
             pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
             ok = pthread_create(&t, &a, client_main, c) == 0;
@@ -343,6 +438,7 @@ int gpuaesd_serve(int fd, pid_t pid)
         if (!ok) {
             table[slot] = -1;
             nclients--;
+            atomic_fetch_sub(&n_total, 1);
         }
     }
     pthread_mutex_unlock(&table_lock);
@@ -351,7 +447,6 @@ int gpuaesd_serve(int fd, pid_t pid)
         close(fd);
         return -1;
     }
-    atomic_fetch_add(&n_total, 1);
     return 0;
 }
 

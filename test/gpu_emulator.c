@@ -18,6 +18,7 @@
  * layer's size for the configured lanes and chunk; slots are not kept
  * between jobs here) and a window twice its size (pinned + device); what the
  * cap would not hold is refused and counted, as in cuda/memory_cap.cpp.
+ * Registration for DMA (gpuaesd's segments): see "Registered ranges" below.
  */
 #define _POSIX_C_SOURCE 200809L  /* nanosleep */
 #include <pthread.h>
@@ -264,9 +265,12 @@ static OSSL_LIB_CTX *emu_get_libctx(void)
     return l;
 }
 
+static void emu_ranges_check_none(void);
+
 /* The last provider instance is gone: join the start-up, forget it. */
 void gpuaes_gpu_shutdown(void)
 {
+    emu_ranges_check_none();
     gpuaes_gpu_release();             /* the pooled windows, as the real layer */
     pthread_mutex_lock(&emu_lock);
     int join = emu_joinable;
@@ -637,15 +641,138 @@ static const char *const emu_op_names[] = { "ecb-enc", "ecb-dec", "ctr128", "ctr
 static _Atomic unsigned long long emu_jobs[sizeof(emu_op_names) / sizeof(emu_op_names[0])];
 static pthread_once_t emu_report_once = PTHREAD_ONCE_INIT;
 static void emu_register_report(void);
+/*
+ * Registered ranges, as cuda/host_register.cu keeps them: a job whose in and
+ * out lie in one live range runs "direct" (job->direct: the service counts
+ * them), and unregistration waits for those running.  Registration answers
+ * 1 until the start-up is over, as the real one.  GPUAES_EMU_REGISTER_FAIL=1:
+ * every registration fails (the service must serve through staging).  A
+ * range still registered at shutdown aborts the process: gpuaesd must
+ * unregister each client's segment before it unmaps it.
+ */
+enum { EMU_RANGES = 256, EMU_RANGE_FREE = 0, EMU_RANGE_LIVE, EMU_RANGE_LEAVING };
+static struct emu_range { uintptr_t base; size_t len; int state, users; } emu_ranges[EMU_RANGES];
+static pthread_mutex_t emu_range_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t emu_range_cv = PTHREAD_COND_INITIALIZER;
+
+static int emu_range_holds(const struct emu_range *r, const void *p, size_t len)
+{
+    uintptr_t a = (uintptr_t)p;
+
+    return a >= r->base && len <= r->len && a - r->base <= r->len - len;
+}
+
+int gpuaes_gpu_host_register(void *base, size_t len, char error[160])
+{
+    const char *fail = getenv("GPUAES_EMU_REGISTER_FAIL");
+    uintptr_t b = (uintptr_t)base;
+    int slot = -1;
+
+    error[0] = '\0';
+    if (base == NULL || len == 0 || b + len < b) {
+        snprintf(error, 160, "invalid range");
+        return -1;
+    }
+    if (!gpuaes_gpu_available()) {
+        if (!gpuaes_gpu_started())
+            return 1;
+        snprintf(error, 160, "%s", gpuaes_gpu_state());
+        return -1;
+    }
+    if (fail != NULL && *fail != '\0' && *fail != '0') {
+        snprintf(error, 160, "cudaHostRegister: emulated failure (GPUAES_EMU_REGISTER_FAIL)");
+        return -1;
+    }
+    pthread_mutex_lock(&emu_range_lock);
+    for (int i = 0; i < EMU_RANGES; i++) {
+        struct emu_range *r = &emu_ranges[i];
+
+        if (r->state == EMU_RANGE_FREE) {
+            if (slot < 0)
+                slot = i;
+        } else if (b < r->base + r->len && r->base < b + len) {
+            slot = -2;
+            break;
+        }
+    }
+    if (slot >= 0)
+        emu_ranges[slot] = (struct emu_range){ b, len, EMU_RANGE_LIVE, 0 };
+    pthread_mutex_unlock(&emu_range_lock);
+    if (slot < 0)
+        snprintf(error, 160, slot == -2 ? "overlaps a registered range" : "too many ranges");
+    return slot >= 0 ? 0 : -1;
+}
+
+int gpuaes_gpu_host_unregister(void *base, char error[160])
+{
+    int slot = -1;
+
+    error[0] = '\0';
+    pthread_mutex_lock(&emu_range_lock);
+    for (int i = 0; i < EMU_RANGES && slot < 0; i++)
+        if (emu_ranges[i].state == EMU_RANGE_LIVE && emu_ranges[i].base == (uintptr_t)base)
+            slot = i;
+    if (slot >= 0) {
+        emu_ranges[slot].state = EMU_RANGE_LEAVING;
+        while (emu_ranges[slot].users > 0)
+            pthread_cond_wait(&emu_range_cv, &emu_range_lock);
+        emu_ranges[slot] = (struct emu_range){ 0, 0, EMU_RANGE_FREE, 0 };
+    }
+    pthread_mutex_unlock(&emu_range_lock);
+    if (slot < 0)
+        snprintf(error, 160, "not registered");
+    return slot >= 0 ? 0 : -1;
+}
+
+/* The live range holding the job's in and out (a use of it), or -1. */
+static int emu_direct_take(const gpuaes_job *job)
+{
+    int slot = -1;
+
+    pthread_mutex_lock(&emu_range_lock);
+    for (int i = 0; i < EMU_RANGES && slot < 0 && job->len != 0; i++)
+        if (emu_ranges[i].state == EMU_RANGE_LIVE && emu_range_holds(&emu_ranges[i], job->in, job->len)
+            && emu_range_holds(&emu_ranges[i], job->out, job->len)) {
+            emu_ranges[i].users++;
+            slot = i;
+        }
+    pthread_mutex_unlock(&emu_range_lock);
+    return slot;
+}
+
+static void emu_direct_put(int slot)
+{
+    if (slot < 0)
+        return;
+    pthread_mutex_lock(&emu_range_lock);
+    if (--emu_ranges[slot].users == 0 && emu_ranges[slot].state == EMU_RANGE_LEAVING)
+        pthread_cond_broadcast(&emu_range_cv);
+    pthread_mutex_unlock(&emu_range_lock);
+}
+
+static void emu_ranges_check_none(void)
+{
+    int left = 0;
+
+    pthread_mutex_lock(&emu_range_lock);
+    for (int i = 0; i < EMU_RANGES; i++)
+        left += emu_ranges[i].state != EMU_RANGE_FREE;
+    pthread_mutex_unlock(&emu_range_lock);
+    if (left != 0) {
+        fprintf(stderr, "gpu_emulator: %d range(s) still registered at shutdown\n", left);
+        abort();
+    }
+}
 
 /* A job holds a slot's memory while it runs; beyond gpu_memory_max: BUSY. */
 void gpuaes_gpu_run(gpuaes_job *job)
 {
     size_t slot = atomic_load(&emu_slot_bytes);
-    int held = gpuaes_gpu_supports(job->op);
+    int held = gpuaes_gpu_supports(job->op), range;
 
     pthread_once(&emu_report_once, emu_register_report);
 
+    job->direct = 0;
     if (held && !emu_mem_reserve(slot)) {
         job->done = 0;
         job->cpu_from = job->len;
@@ -654,9 +781,12 @@ void gpuaes_gpu_run(gpuaes_job *job)
         job->status = GPUAES_BUSY;
         return;
     }
+    range = emu_direct_take(job);
     emu_run(job);
     if (job->done > 0 && (size_t)job->op < sizeof(emu_jobs) / sizeof(emu_jobs[0]))
         atomic_fetch_add(&emu_jobs[job->op], 1);
+    job->direct = range >= 0 && job->status != GPUAES_BUSY;
+    emu_direct_put(range);
     if (held)
         emu_mem_release(slot);
 }

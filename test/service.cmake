@@ -26,6 +26,33 @@ foreach(t diff fuzz uid dir kill activation)
   add_test(NAME service_${t} COMMAND test_service ${t} $<TARGET_FILE:gpuaesd_emu>)
   set_tests_properties(service_${t} PROPERTIES LABELS "emu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
+# diff again with every DMA registration failing (emulated): the service
+# serves through staging, bit for bit, and counts the failures.
+add_test(NAME service_diff_noreg COMMAND test_service diff $<TARGET_FILE:gpuaesd_emu>)
+set_tests_properties(service_diff_noreg PROPERTIES LABELS "emu;service" TIMEOUT 300
+  ENVIRONMENT GPUAES_EMU_REGISTER_FAIL=1)
+# ... and with registration turned off (GPUAESD_DMA=0: the A/B switch).
+add_test(NAME service_diff_nodma COMMAND test_service diff $<TARGET_FILE:gpuaesd_emu>)
+set_tests_properties(service_diff_nodma PROPERTIES LABELS "emu;service" TIMEOUT 300 ENVIRONMENT GPUAESD_DMA=0)
+# The GPU layer's registration itself (test_direct.c): direct jobs give what
+# staged ones give, every op, in place or not, four threads in one range,
+# unregister racing a job; with each injected fault, the same done prefix.
+# The real layer (gpu) and the emulator.
+add_executable(test_direct test_direct.c)
+target_include_directories(test_direct PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(test_direct PRIVATE testutil gpuaes_cuda CUDA::cudart_static OpenSSL::Crypto Threads::Threads)
+add_executable(test_direct_emu test_direct.c gpu_emulator.c)
+target_include_directories(test_direct_emu PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(test_direct_emu PRIVATE testutil OpenSSL::Crypto Threads::Threads)
+add_test(NAME direct_gpu COMMAND test_direct)
+set_tests_properties(direct_gpu PROPERTIES LABELS "gpu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
+foreach(f alloc copyin launch copyout sync)
+  add_test(NAME direct_fault_${f}_gpu COMMAND test_direct --fault ${f})
+  set_tests_properties(direct_fault_${f}_gpu PROPERTIES LABELS "gpu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()
+add_test(NAME direct_emu COMMAND test_direct_emu)
+add_test(NAME direct_fault_sync_emu COMMAND test_direct_emu --fault sync)
+set_tests_properties(direct_emu direct_fault_sync_emu PROPERTIES LABELS "emu;service" TIMEOUT 300)
 # The real service on a GPU machine (skipped without a usable GPU).
 add_test(NAME service_diff_gpu COMMAND test_service diff $<TARGET_FILE:gpuaesd> --gpu)
 set_tests_properties(service_diff_gpu PROPERTIES LABELS "gpu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
@@ -49,6 +76,11 @@ gpuaes_test(NAME bad_input_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
 gpuaes_test(NAME fork_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_fork> --gpu
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+# The service's DMA registration fails for every client: served through
+# staging, every output still right.
+gpuaes_test(NAME diff_service_noreg_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
+  --threads 4 --iterations 8 --max-bytes 1M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} GPUAES_EMU_REGISTER_FAIL=1 TIMEOUT 120)
 # gpuaesd missing: every call correct on the CPU, no hang (starts are retried
 # with a back-off of 1, 2, 4 ... s, in the background).
 gpuaes_test(NAME diff_service_absent_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service_run.sh

@@ -62,4 +62,14 @@ status=$("$SERVICE" --socket-dir "$DIR" --status) || { echo "service_run: no ser
 echo "$status"
 bytes=$(echo "$status" | sed -n 's/.* on the GPU (\([0-9]*\) bytes).*/\1/p')
 [ "${bytes:-0}" -gt 0 ] || { echo "service_run: no bytes went through the service"; exit 1; }
-echo "service_run: ok ($bytes bytes through the service)"
+# DMA: the segments registered, jobs run straight from them; unless the
+# registration is made to fail (GPUAES_EMU_REGISTER_FAIL=1): then none, and
+# the jobs were still served (through staging) and right.
+direct=$(echo "$status" | sed -n 's/^dma: .* \([0-9]*\) jobs direct.*/\1/p')
+failed=$(echo "$status" | sed -n 's/^dma: .* \([0-9]*\) failed;.*/\1/p')
+if [ "${GPUAES_EMU_REGISTER_FAIL:-0}" != 0 ]; then
+    [ "${direct:-1}" -eq 0 ] && [ "${failed:-0}" -gt 0 ] || { echo "service_run: registration did not fail"; exit 1; }
+else
+    [ "${direct:-0}" -gt 0 ] || { echo "service_run: no job ran direct (DMA from the segment)"; exit 1; }
+fi
+echo "service_run: ok ($bytes bytes through the service, ${direct:-0} jobs direct)"

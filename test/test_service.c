@@ -8,6 +8,10 @@
  * diff starts the service the way a client will (detached, from its path;
  * four clients at once, which must all get the one service) and checks every job against the default provider (service_util.c).
  * --gpu (the real service): skipped (77) when it has no usable GPU.
+ * The kept client's segment must end registered for DMA and every job run
+ * direct; with GPUAES_EMU_REGISTER_FAIL=1 (the emulated registration fails,
+ * in the service, which inherits it) or GPUAESD_DMA=0 (the service does not
+ * register) none, and every job still right.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -102,6 +106,66 @@ static gpuaesd_conn *start_race(const char *dir, const char *service)
     return s[0].c;
 }
 
+/* What the environment asks of the service's registration: 0 normal, 1
+ * failing (emulated), 2 turned off. */
+static int dma_mode(void)
+{
+    const char *f = getenv("GPUAES_EMU_REGISTER_FAIL"), *d = getenv("GPUAESD_DMA");
+
+    if (d != NULL && strcmp(d, "0") == 0)
+        return 2;
+    return f != NULL && *f != '\0' && *f != '0';
+}
+
+/* Registration runs in the background: wait until the three clients that
+ * left are gone and the kept one's registration is over, so that every job
+ * after it must run direct. */
+static void wait_dma_settled(const char *dir)
+{
+    gpuaesd_status_reply st;
+    int mode = dma_mode();
+
+    for (int i = 0; i < 400; i++) {
+        if (gpuaesd_query_status(dir, &st, 10000) == 0 && st.clients == 2
+            && (mode == 2 || st.segments_registered + st.register_failed == (mode == 0 ? 1 : 4)))
+            return;
+        usleep(50 * 1000);
+    }
+    TEST_CHECK(!"the registration did not settle within 20 s");
+}
+
+/* The DMA counters: the kept client registered (or, told to fail, all four
+ * hellos failed), jobs direct; and `--status` prints them. */
+static void check_dma(const gpuaesd_status_reply *st, const char *service, const char *dir)
+{
+    int fail = dma_mode() == 1, off = dma_mode() == 2;
+    unsigned long long regs = ~0ull, failed = ~0ull, direct = ~0ull;
+    char cmd[512], line[256];
+    FILE *p;
+
+    printf("dma: %llu registered, %llu failed, %llu jobs direct (%llu bytes)\n",
+           (unsigned long long)st->segments_registered, (unsigned long long)st->register_failed,
+           (unsigned long long)st->jobs_direct, (unsigned long long)st->bytes_direct);
+    if (off) {                         /* registration turned off: nothing tried */
+        TEST_CHECK(st->segments_registered == 0 && st->register_failed == 0 && st->jobs_direct == 0);
+    } else if (fail) {
+        TEST_CHECK(st->segments_registered == 0 && st->register_failed == 4 && st->jobs_direct == 0
+                   && st->bytes_direct == 0);
+    } else {
+        TEST_CHECK(st->segments_registered == 1 && st->register_failed == 0);
+        TEST_CHECK(st->jobs_direct == st->jobs && st->bytes_direct == st->bytes_gpu);
+    }
+    snprintf(cmd, sizeof(cmd), "%s --socket-dir %s --status", service, dir);
+    TEST_CHECK((p = popen(cmd, "r")) != NULL);
+    while (p != NULL && fgets(line, sizeof(line), p) != NULL)
+        if (strncmp(line, "dma: ", 5) == 0)
+            TEST_CHECK(sscanf(line, "dma: %llu segments registered, %llu failed; %llu jobs direct", &regs, &failed,
+                              &direct) == 3);
+    if (p != NULL)
+        TEST_CHECK(pclose(p) == 0);
+    TEST_CHECK(regs == st->segments_registered && failed == st->register_failed && direct == st->jobs_direct);
+}
+
 static int run_diff(const char *service, int gpu)
 {
     char dir[64], cmd[512], line[256];
@@ -120,6 +184,7 @@ static int run_diff(const char *service, int gpu)
         svc_rmdir(dir);
         return rc;
     }
+    wait_dma_settled(dir);
     for (unsigned op = 1; op <= GPUAESD_OP_LAST; op++)
         for (int i = 0; i < 12; i++)
             TEST_CHECK(svc_job_check(c, op, i < 8 ? (size_t)64 << 10 : (size_t)3 << 20, 1, 60000) == 1);
@@ -129,6 +194,7 @@ static int run_diff(const char *service, int gpu)
     printf("%llu jobs, %llu bytes on the (emulated) GPU\n", (unsigned long long)st.jobs,
            (unsigned long long)st.bytes_gpu);
     TEST_CHECK(st.jobs == 8 * 12 + 40 && st.jobs_gpu == st.jobs && st.malformed == 0 && st.clients == 2);
+    check_dma(&st, service, dir);
     /* --status prints the same */
     snprintf(cmd, sizeof(cmd), "%s --socket-dir %s --status", service, dir);
     TEST_CHECK((p = popen(cmd, "r")) != NULL);
