@@ -24,9 +24,9 @@
 //
 // Fork: copy_pool_atfork_child(), registered with pthread_atfork at the
 // first start (and also called by device.cu's handler), re-creates the lock
-// and closes a pool that was started: a child of a process that used CUDA
-// never runs a GPU job, and its exit-time stop must not join threads that
-// exist only in the parent.
+// and forgets the workers, which exist only in the parent (its exit-time
+// stop must not join them); the child's next enter starts its own (a child
+// in service mode copies into its segments).
 #include "copy_pool.h"
 #include "copy_kernels.h"
 #include "copy_load.h"
@@ -512,9 +512,11 @@ void copy_pool_atfork_child()
     }
     g_sampling.store(false);
     for (Worker &w : g_w) pthread_cond_init(&w.cv, nullptr); // as the lock: a parent thread may have been in one
-    // A parent that had started the pool had used CUDA: its child never runs
-    // a GPU job.  Close the pool anyway (plain memcpy, no thread, no join).
-    if (g_state.load() != kNone) g_state.store(kClosed);
+    // No worker exists here (g_nworkers 0: nothing of the parent's is
+    // joined); the next enter starts a new set.  A child of a process that
+    // used CUDA never runs a GPU job, but one in service mode copies into
+    // its segments (gpuaes_host_copy).  A pool closed for good stays closed.
+    if (g_state.load() == kRunning) g_state.store(kNone);
 }
 
 int copy_pool_workers() { return g_nworkers.load(std::memory_order_relaxed); }

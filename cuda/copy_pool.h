@@ -19,8 +19,8 @@
 // copy_pool_stop() do meanwhile.
 //
 // Fork: copy_pool_atfork_child() (called from the pthread_atfork child
-// handler) makes the pool unusable in a child of a process that had started
-// it, and re-creates its lock; such a child never runs a GPU job anyway.
+// handler) re-creates the lock and forgets the parent's workers; the child's
+// next copy_pool_enter() starts its own.
 #ifndef GPUAES_COPY_POOL_H
 #define GPUAES_COPY_POOL_H
 
@@ -98,8 +98,8 @@ void parallel_memcpy(void *dst, const void *src, size_t n);
 // copy_pool_enter() starts a new set.  Idempotent.
 void copy_pool_stop(bool final);
 
-// pthread_atfork child handler part: re-creates the lock; a pool that the
-// parent had started is closed for good in the child.
+// pthread_atfork child handler part: re-creates the lock and forgets the
+// parent's workers (the child's next enter starts its own).
 void copy_pool_atfork_child();
 
 // Worker threads now running (0: the owners copy alone).  For tests and logs.

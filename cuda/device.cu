@@ -33,6 +33,7 @@
 #include <cuda_runtime.h>
 
 #include "aes_kernels.cuh"
+#include "copy_pool.h"
 #include "cuda_guest.h"
 #include "fault.h"
 #include "gpu_settings.h"
@@ -133,7 +134,10 @@ bool quiesce_at_exit()
     g_init_joinable = false;
     pthread_mutex_unlock(&g_init_lock);
     if (join && !join_until(g_init_thread, until)) return false;
-    if (!g_cuda_touched.load()) return true;
+    if (!g_cuda_touched.load()) {
+        copy_pool_stop(true); // the service backend's copy threads (gpuaes_host_copy), if any
+        return true;
+    }
     g_exiting.store(true); // gpuaes_gpu_available() answers 0: new jobs get BUSY
     const bool quiet = layer_close(until - mono_ns());
     // Threads joined, slots and windows wiped and freed except those other

@@ -255,6 +255,18 @@ void gpuaes_gpu_release(void);
 void gpuaes_gpu_shutdown(void);
 
 
+/*
+ * memcpy(dst, src, n) (not overlapping) by the copy pool's threads and the
+ * caller (GPUAES_COPY_THREADS, load rule as for staging copies); stream:
+ * non-temporal stores where copy_stream allows (dst not read soon).  Starts
+ * no CUDA: for the service backend's copies into and out of its segment.
+ * Thread-safe.  gpuaes_host_copy_stop() joins the copy threads (none may be
+ * copying for the caller's module to be unloaded; a later copy starts them
+ * again).
+ */
+void gpuaes_host_copy(void *dst, const void *src, size_t n, int stream);
+void gpuaes_host_copy_stop(void);
+
 /* ---- Keystream ahead: asynchronous CTR keystream windows (cuda/ks_windows.cu) ----
  *
  * A window is a pinned host buffer (and its device twin) that the GPU fills

@@ -6,9 +6,14 @@
  * Every failure (no service, a refused hello, a timeout, a killed or hung
  * service, a reply that does not check out) is an error return, never a
  * wait beyond the caller's timeout: the caller then does the work on the
- * CPU.  After a failed gpuaesd_submit() the connection is dead and its
- * segment must not be read for results again (a service that only hung may
- * still write into it later): close it and use a new one.
+ * CPU.  After a failed call (-1) the connection is dead and its segment
+ * must not be read for results again (a service that only hung may still
+ * write into it later): close it and use a new one.
+ *
+ * Several jobs may be in flight on one connection (gpuaesd_post, then
+ * gpuaesd_wait_any / gpuaesd_poll_reply), up to the service's
+ * max_inflight; the service runs them at once and answers each as it
+ * completes, in any order (the reply's id says which).
  */
 #ifndef GPUAESD_CLIENT_H
 #define GPUAESD_CLIENT_H
@@ -40,11 +45,36 @@ unsigned char *gpuaesd_segment(gpuaesd_conn *c, size_t *size);
 
 /*
  * Sends req (its header is filled in here) and waits up to timeout_ms for
- * the reply.  0: *rep is a reply that passed gpuaesd_check_reply (any
- * status: GPUAESD_OK, BUSY, FAILED with done, EINVAL).  -1: no such reply
- * in time; the connection is dead (see above).
+ * the reply; only with no other request in flight.  0: *rep is a reply
+ * that passed gpuaesd_check_reply (any status: GPUAESD_OK, BUSY, FAILED
+ * with done, EINVAL).  -1: no such reply in time; the connection is dead.
  */
 int gpuaesd_submit(gpuaesd_conn *c, gpuaesd_job_req *req, gpuaesd_job_reply *rep, int timeout_ms);
+
+/* The jobs the service runs at once for c (its hello reply, >= 1), and the
+ * requests posted on c and not yet answered. */
+unsigned gpuaesd_max_inflight(const gpuaesd_conn *c);
+unsigned gpuaesd_inflight(const gpuaesd_conn *c);
+
+/*
+ * Sends req (header and id filled in here: req->id names its reply) without
+ * waiting for the reply.  0: sent.  1: max_inflight requests are unanswered
+ * already: nothing sent (take a reply first).  -1: not sent within
+ * timeout_ms (a full socket) or the connection is dead.
+ */
+int gpuaesd_post(gpuaesd_conn *c, gpuaesd_job_req *req, int timeout_ms);
+
+/*
+ * Waits up to timeout_ms for the reply to any request in flight.  0: *rep
+ * passed gpuaesd_check_reply against the request whose id it carries (which
+ * is then answered).  -1: none in time, nothing in flight, or a reply that
+ * does not check out; the connection is dead unless nothing was in flight.
+ */
+int gpuaesd_wait_any(gpuaesd_conn *c, gpuaesd_job_reply *rep, int timeout_ms);
+
+/* The same without waiting: 1 a reply (as above), 0 none yet (or nothing
+ * in flight), -1 the connection is dead. */
+int gpuaesd_poll_reply(gpuaesd_conn *c, gpuaesd_job_reply *rep);
 
 /* Unmaps the segment, closes the socket, frees c.  NULL is fine. */
 void gpuaesd_close(gpuaesd_conn *c);

@@ -28,7 +28,12 @@ extern "C" {
 #endif
 
 #define GPUAESD_MAGIC   0x64616767u   /* "ggad" in memory order: g g a d */
-#define GPUAESD_VERSION 1u
+#define GPUAESD_VERSION 2u           /* 2: several jobs in flight (max_inflight) */
+
+/* Jobs of one connection the service runs at once (HELLO_REPLY.max_inflight):
+ * it reads no further request of that connection while so many run, so a
+ * client that sends more is throttled by its socket, never refused. */
+#define GPUAESD_INFLIGHT_MAX 64u
 
 /* The segment: what a client may pass (bytes, a multiple of the page size). */
 #define GPUAESD_SEG_MIN ((uint64_t)4096)
@@ -85,6 +90,8 @@ typedef struct gpuaesd_hello_reply {
     uint32_t status;         /* GPUAESD_OK or why not */
     uint32_t service_pid;
     uint64_t max_job;        /* the longest job the service takes */
+    uint32_t max_inflight;   /* jobs it runs at once for this connection, 1..GPUAESD_INFLIGHT_MAX */
+    uint32_t reserved;
 } gpuaesd_hello_reply;
 
 /*
@@ -157,7 +164,8 @@ int gpuaesd_check_request(const void *msg, size_t n, uint64_t seg_size, uint64_t
  * 0 on BUSY / EINVAL). */
 int gpuaesd_check_reply(const void *msg, size_t n, const gpuaesd_job_req *req);
 
-/* Client side: 0 when a hello or status reply is well-formed. */
+/* Client side: 0 when a hello or status reply is well-formed (a hello
+ * reply's max_inflight in 1..GPUAESD_INFLIGHT_MAX when its status is OK). */
 int gpuaesd_check_hello_reply(const void *msg, size_t n);
 int gpuaesd_check_status_reply(const void *msg, size_t n);
 

@@ -55,7 +55,8 @@ static struct {
     pthread_cond_t cv;
     _Atomic int state;
     int disabled;
-    unsigned timeout_ms;               /* a job's bound: this + its length at 1 GB/s */
+    unsigned timeout_ms;               /* a wait's bound: this + the bytes in flight at 1 GB/s */
+    size_t chunk;                      /* service_chunk: a job's pieces */
     _Atomic long long retry_at;        /* R_DOWN: no new start before (ms) */
     long long backoff;
     unsigned gen;                      /* bumped when the service is lost */
@@ -67,7 +68,7 @@ static struct {
     char path[PATH_MAX];               /* gpuaesd, or "" (connect only) */
     char dir[108];                     /* GPUAES_SERVICE_DIR, or "" (the default) */
     char why[160];                     /* the last start's failure */
-} R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, R_IDLE, 0, 100, 0,
+} R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, R_IDLE, 0, 100, (size_t)4 << 20, 0,
         BACKOFF_MIN_MS, 0, { { 0 } }, 0, 0, { 0 }, 0, 0, "", "", "" };
 
 static long long now_ms(void)
@@ -159,12 +160,13 @@ static void find_service(void)
     R.path[0] = '\0';
 }
 
-void gpu_remote_configure(int disable_gpu, unsigned timeout_ms)
+void gpu_remote_configure(int disable_gpu, unsigned timeout_ms, size_t chunk)
 {
     const char *dir = getenv("GPUAES_SERVICE_DIR");
 
     R.disabled = disable_gpu;
     R.timeout_ms = timeout_ms;
+    R.chunk = chunk / 4096 * 4096 != 0 ? chunk / 4096 * 4096 : 4096;   /* slots page-aligned */
     snprintf(R.dir, sizeof(R.dir), "%s", dir != NULL ? dir : "");
     find_service();
     pthread_atfork(at_fork_prepare, NULL, at_fork_child);
@@ -382,13 +384,216 @@ static void state_at_end(const gpuaes_job *job, unsigned char end[16])
     }
 }
 
+/*
+ * The pipeline (docs/SERVICE.md, "The pipeline").  A job goes in pieces of
+ * R.chunk bytes (the first a quarter, the second a half of that, so the
+ * service starts sooner), each in its own slot of the segment (a ring of W
+ * slots) and run there in place.  The calling thread copies pieces in
+ * (ahead, while slots are free), posts up to the service's max_inflight,
+ * and copies finished pieces out in order, so that the copies overlap the
+ * service's work on the pieces in flight; the copies use the copy pool's
+ * threads (gpuaes_host_copy: no CUDA).  Out-of-order replies wait for
+ * their turn: only a prefix of out[] is ever written, so that a failure
+ * anywhere leaves done, iv and out[0..done) as one run would have: a piece
+ * that is not OK ends the prefix at its own done, its successors in flight
+ * are drained (the connection is reused) and their results dropped.
+ */
+#define PIECES_MAX 32                  /* slots of the ring, at most */
+
+typedef struct piece {
+    size_t off, len;                   /* in the job */
+    unsigned char iv[16];              /* the state at in[off] */
+    uint64_t id;                       /* its request's */
+    int replied;
+    gpuaesd_job_reply rep;
+} piece;
+
+typedef struct pipe_state {
+    gpuaes_job *job;
+    const remote_key *k;
+    gpuaesd_conn *c;
+    unsigned char *seg;
+    size_t chunk, w;                   /* slot size, slots */
+    piece p[PIECES_MAX];               /* piece n is p[n % w] */
+    size_t n_in, n_sent, n_out;        /* pieces copied in, posted, copied out */
+    size_t next_off;                   /* the next piece's offset */
+    unsigned char next_iv[16];         /* and its state */
+    size_t bytes_in_flight;
+    int stop;                          /* a piece was not OK: post and copy in no more */
+} pipe_state;
+
+static unsigned char *slot_of(pipe_state *ps, size_t n)
+{
+    return ps->seg + (n % ps->w) * ps->chunk;
+}
+
+/* The state after `len` bytes from `iv` (in: the piece's input, still intact). */
+static void advance_state(gpuaes_op op, unsigned char iv[16], const unsigned char *in, size_t len)
+{
+    switch (op) {
+    case GPUAES_CTR128: gpuaes_ctr128_add(iv, len / 16); break;
+    case GPUAES_CTR32: case GPUAES_GCM_ENCRYPT: case GPUAES_GCM_DECRYPT: gpuaes_ctr32_add(iv, len / 16); break;
+    case GPUAES_CBC_DECRYPT: case GPUAES_CFB128_DECRYPT: memcpy(iv, in + len - 16, 16); break;
+    default: break;
+    }
+}
+
+/* Copies the next piece into its slot. */
+static void copy_in(pipe_state *ps)
+{
+    gpuaes_job *job = ps->job;
+    size_t n = ps->n_in, want = n == 0 ? ps->chunk / 4 : n == 1 ? ps->chunk / 2 : ps->chunk;
+    piece *p = &ps->p[n % ps->w];
+
+    want = want / 16 * 16;
+    p->off = ps->next_off;
+    p->len = job->len - p->off < want ? job->len - p->off : want;
+    p->replied = 0;
+    memcpy(p->iv, ps->next_iv, 16);
+    gpuaes_host_copy(slot_of(ps, n), job->in + p->off, p->len, 0);
+    advance_state(job->op, ps->next_iv, job->in + p->off, p->len);
+    ps->next_off += p->len;
+    ps->n_in++;
+}
+
+/* Posts the next copied-in piece: 0, 1 (max_inflight reached), -1 (dead). */
+static int post_next(pipe_state *ps)
+{
+    gpuaes_job *job = ps->job;
+    piece *p = &ps->p[ps->n_sent % ps->w];
+    gpuaesd_job_req req;
+    int rc;
+
+    memset(&req, 0, sizeof(req));
+    req.op = wire_op(job->op);
+    req.keylen = (uint32_t)ps->k->keylen;
+    memcpy(req.key, ps->k->key, ps->k->keylen);
+    memcpy(req.iv, p->iv, 16);
+    if (is_gcm(job->op))
+        memcpy(req.h, job->h, 16);
+    req.in_off = req.out_off = (uint64_t)(slot_of(ps, ps->n_sent) - ps->seg);
+    req.len = p->len;
+    rc = gpuaesd_post(ps->c, &req, (int)R.timeout_ms);
+    p->id = req.id;
+    OPENSSL_cleanse(&req, sizeof(req));
+    if (rc == 0) {
+        ps->n_sent++;
+        ps->bytes_in_flight += p->len;
+    }
+    return rc;
+}
+
+/* A reply: to the piece in flight it names (the client library checked it
+ * against that request). */
+static void record(pipe_state *ps, const gpuaesd_job_reply *rep)
+{
+    for (size_t n = ps->n_out; n < ps->n_sent; n++) {
+        piece *p = &ps->p[n % ps->w];
+
+        if (!p->replied && p->id == rep->id) {
+            p->replied = 1;
+            p->rep = *rep;
+            ps->bytes_in_flight -= p->len;
+            if (rep->status != GPUAESD_OK)
+                ps->stop = 1;
+            return;
+        }
+    }
+}
+
+/* The head piece has its reply: its done bytes go out, the state and GCM's
+ * Y(A || B) = Y(A) * H^blocks(B) + Y(B) move on.  0 when it was all done. */
+static int copy_out(pipe_state *ps)
+{
+    gpuaes_job *job = ps->job;
+    piece *p = &ps->p[ps->n_out % ps->w];
+    size_t done = (size_t)p->rep.done;
+
+    if (done > 0) {
+        gpuaes_host_copy(job->out + p->off, slot_of(ps, ps->n_out), done, 1);
+        if (is_gcm(job->op)) {
+            unsigned char hm[16];
+
+            gf128_pow(hm, job->h, done / 16);
+            gf128_mul(job->ghash, hm);
+            for (int i = 0; i < 16; i++)
+                job->ghash[i] ^= p->rep.ghash[i];
+            OPENSSL_cleanse(hm, sizeof(hm));
+        }
+        memcpy(job->iv, p->rep.iv, 16);
+        job->done = p->off + done;
+    }
+    OPENSSL_cleanse(&p->rep.iv, sizeof(p->rep.iv) * 3);
+    if (p->rep.status != GPUAESD_OK)
+        return -1;
+    ps->n_out++;
+    return 0;
+}
+
+/* Runs the job through connection r.  0: over (job->status set, r still
+ * usable, nothing in flight); -1: r is dead (job->done / iv: the prefix
+ * copied out so far). */
+static int pipeline(pipe_state *ps)
+{
+    gpuaes_job *job = ps->job;
+    gpuaesd_job_reply rep;
+    unsigned inflight_max = gpuaesd_max_inflight(ps->c);
+    int failed = 0, rc;
+
+    for (;;) {
+        while ((rc = gpuaesd_poll_reply(ps->c, &rep)) == 1)
+            record(ps, &rep);
+        if (rc < 0)
+            return -1;
+        while (!ps->stop && ps->n_sent < ps->n_in && gpuaesd_inflight(ps->c) < inflight_max)
+            if ((rc = post_next(ps)) != 0) {
+                if (rc < 0)
+                    return -1;
+                break;
+            }
+        if (!failed && ps->n_out < ps->n_sent && ps->p[ps->n_out % ps->w].replied) {
+            failed = copy_out(ps) != 0;
+            continue;
+        }
+        if (!ps->stop && ps->next_off < job->len && ps->n_in - ps->n_out < ps->w) {
+            copy_in(ps);
+            continue;
+        }
+        if (gpuaesd_inflight(ps->c) == 0)
+            break;                     /* all out; or failed, and the rest drained */
+        if (gpuaesd_wait_any(ps->c, &rep, (int)(R.timeout_ms + ps->bytes_in_flight / 1000000)) != 0)
+            return -1;
+        record(ps, &rep);
+    }
+    OPENSSL_cleanse(&rep, sizeof(rep));
+    if (!failed) {
+        job->status = GPUAES_OK;
+        return 0;
+    }
+    {
+        const piece *p = &ps->p[ps->n_out % ps->w];
+        uint32_t st = p->rep.status;
+
+        if (job->done == 0 && st == GPUAESD_BUSY) {
+            job->status = GPUAES_BUSY;
+        } else {
+            job->status = GPUAES_FAILED;
+            snprintf(job->error, sizeof(job->error), "gpuaesd answered status %u after %zu bytes", st,
+                     job->done);
+        }
+        if (st == GPUAESD_BUSY)       /* a BUSY answer costs the copy in: hold the op */
+            atomic_store_explicit(&busy_until[wire_op(job->op)], now_ms() + BUSY_HOLD_MS,
+                                  memory_order_relaxed);
+        if (p->rep.done == 0)
+            memcpy(job->iv, p->iv, 16);  /* the state at in[done]: the piece's start */
+    }
+    return 0;
+}
+
 static void remote_run(gpuaes_job *job)
 {
-    const remote_key *k = (const remote_key *)job->key;
-    gpuaesd_job_req req;
-    gpuaesd_job_reply rep;
-    size_t off = 0, segn;
-    unsigned char *seg;
+    pipe_state *ps;
+    size_t segn;
     rconn r;
 
     job->done = 0;
@@ -398,66 +603,33 @@ static void remote_run(gpuaes_job *job)
     memset(job->ghash_tail, 0, 16);
     state_at_end(job, job->iv_end);
     job->status = GPUAES_BUSY;
-    if (k == NULL || job->len == 0 || job->len % 16 != 0
-        || now_ms() < atomic_load_explicit(&busy_until[wire_op(job->op)], memory_order_relaxed)
-        || (r = take()).c == NULL)
+    if (job->key == NULL || job->len == 0 || job->len % 16 != 0
+        || now_ms() < atomic_load_explicit(&busy_until[wire_op(job->op)], memory_order_relaxed))
         return;
-    seg = gpuaesd_segment(r.c, &segn);
-    while (off < job->len) {
-        size_t n = job->len - off < segn ? job->len - off : segn;
-        unsigned timeout = R.timeout_ms + (unsigned)(n / 1000000);
-
-        memset(&req, 0, sizeof(req));
-        req.op = wire_op(job->op);
-        req.keylen = (uint32_t)k->keylen;
-        memcpy(req.key, k->key, k->keylen);
-        memcpy(req.iv, job->iv, 16);
-        if (is_gcm(job->op))
-            memcpy(req.h, job->h, 16);
-        req.len = n;                   /* in place at offset 0 */
-        memcpy(seg, job->in + off, n);
-        if (gpuaesd_submit(r.c, &req, &rep, (int)timeout) != 0) {
-            OPENSSL_cleanse(&req, sizeof(req));
-            snprintf(job->error, sizeof(job->error), "gpuaesd gone or no answer within %u ms", timeout);
-            lost(r);
-            job->status = GPUAES_FAILED;
-            return;
-        }
-        OPENSSL_cleanse(&req, sizeof(req));
-        if (rep.done > 0) {
-            memcpy(job->out + off, seg, rep.done);
-            if (is_gcm(job->op)) {     /* Y(A || B) = Y(A) * H^blocks(B) + Y(B) */
-                unsigned char hm[16];
-
-                gf128_pow(hm, job->h, rep.done / 16);
-                gf128_mul(job->ghash, hm);
-                for (int i = 0; i < 16; i++)
-                    job->ghash[i] ^= rep.ghash[i];
-                OPENSSL_cleanse(hm, sizeof(hm));
-            }
-            off += rep.done;
-            job->done = off;
-            memcpy(job->iv, rep.iv, 16);
-        }
-        if (rep.status != GPUAESD_OK) {
-            if (off == 0 && rep.status == GPUAESD_BUSY) {
-                job->status = GPUAES_BUSY;
-                atomic_store_explicit(&busy_until[wire_op(job->op)], now_ms() + BUSY_HOLD_MS,
-                                      memory_order_relaxed);
-            } else {
-                job->status = GPUAES_FAILED;
-                snprintf(job->error, sizeof(job->error), "gpuaesd answered status %u after %zu bytes",
-                         rep.status, off);
-            }
-            OPENSSL_cleanse(&rep, sizeof(rep));
-            give_back(r);
-            return;
-        }
+    if ((ps = OPENSSL_zalloc(sizeof(*ps))) == NULL)
+        return;
+    if ((r = take()).c == NULL) {
+        OPENSSL_free(ps);
+        return;
     }
-    OPENSSL_cleanse(&rep, sizeof(rep));
-    give_back(r);
-    job->status = GPUAES_OK;
-    job->cpu_from = job->done;
+    ps->job = job;
+    ps->k = (const remote_key *)job->key;
+    ps->c = r.c;
+    ps->seg = gpuaesd_segment(r.c, &segn);
+    ps->chunk = R.chunk < segn ? R.chunk : segn;
+    ps->w = segn / ps->chunk < PIECES_MAX ? segn / ps->chunk : PIECES_MAX;
+    memcpy(ps->next_iv, job->iv, 16);
+    if (pipeline(ps) != 0) {
+        snprintf(job->error, sizeof(job->error), "gpuaesd gone or no answer within %u ms + 1 ms/MB",
+                 R.timeout_ms);
+        lost(r);
+        job->status = GPUAES_FAILED;
+    } else {
+        give_back(r);
+    }
+    if (job->status == GPUAES_OK)
+        job->cpu_from = job->done;
+    OPENSSL_clear_free(ps, sizeof(*ps));
 }
 
 static gpuaes_key *remote_key_new(const unsigned char *key, size_t keylen)
@@ -496,6 +668,7 @@ static void remote_shutdown(void)
     R.backoff = BACKOFF_MIN_MS;
     atomic_store(&R.state, R_IDLE);
     pthread_mutex_unlock(&R.mu);
+    gpuaes_host_copy_stop();           /* the copy threads: none may run once the module goes */
 }
 
 const gpu_backend gpu_backend_service = {

@@ -92,6 +92,7 @@ typedef struct gpuaes_prov {
     int cpu_share;                         /* gpu_cpu_share: CPU_SHARE_* */
     int gpu_backend;                       /* gpu_backend: gpu_backend_kind (gpu_backend.h) */
     int service_timeout_ms;                /* service_timeout_ms: a job's bound, plus 1 ms per MB */
+    size_t service_chunk;                  /* service_chunk: the pieces a job goes to gpuaesd in */
     gpuaes_gpu_settings gpu;               /* the GPU layer's knobs (gpuaes_gpu_configure) */
 } gpuaes_prov;
 

@@ -24,12 +24,21 @@
 
 extern char **environ;
 
+/* A request posted and not yet answered: what its reply is checked against
+ * (no key kept). */
+typedef struct posted {
+    uint64_t id, len;
+} posted;
+
 struct gpuaesd_conn {
     int fd;
     int dead;
     unsigned char *seg;
     size_t seg_size;
     uint64_t next_id;
+    unsigned max_inflight;             /* the service's, from the hello reply */
+    unsigned npending;
+    posted pending[GPUAESD_INFLIGHT_MAX];
 };
 
 static int64_t now_ms(void)
@@ -250,6 +259,7 @@ gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_
         return NULL;
     }
     close(mfd);                        /* both mappings keep the memory */
+    c->max_inflight = r.max_inflight;
     return c;
 }
 
@@ -260,19 +270,95 @@ unsigned char *gpuaesd_segment(gpuaesd_conn *c, size_t *size)
     return c->seg;
 }
 
+unsigned gpuaesd_max_inflight(const gpuaesd_conn *c)
+{
+    return c->max_inflight;
+}
+
+unsigned gpuaesd_inflight(const gpuaesd_conn *c)
+{
+    return c->npending;
+}
+
+int gpuaesd_post(gpuaesd_conn *c, gpuaesd_job_req *req, int timeout_ms)
+{
+    if (c == NULL || c->dead)
+        return -1;
+    if (c->npending >= c->max_inflight)
+        return 1;
+    gpuaesd_hdr_init(&req->hdr, GPUAESD_JOB, sizeof(*req));
+    req->id = ++c->next_id;
+    if (send_until(c->fd, req, sizeof(*req), -1, now_ms() + timeout_ms) != 0) {
+        c->dead = 1;
+        return -1;
+    }
+    c->pending[c->npending++] = (posted){ req->id, req->len };
+    return 0;
+}
+
+/* A received reply: checked against the request it names, which is then
+ * answered.  0, or -1 (the connection is dead). */
+static int take_reply(gpuaesd_conn *c, const gpuaesd_job_reply *rep, ssize_t n)
+{
+    gpuaesd_job_req req;
+
+    if (n == (ssize_t)sizeof(*rep)) {
+        for (unsigned i = 0; i < c->npending; i++) {
+            if (c->pending[i].id != rep->id)
+                continue;
+            memset(&req, 0, sizeof(req));
+            req.id = c->pending[i].id;
+            req.len = c->pending[i].len;
+            if (gpuaesd_check_reply(rep, (size_t)n, &req) != 0)
+                break;
+            c->pending[i] = c->pending[--c->npending];
+            return 0;
+        }
+    }
+    c->dead = 1;                       /* a late or forged reply would be out of step: never read on */
+    return -1;
+}
+
+int gpuaesd_poll_reply(gpuaesd_conn *c, gpuaesd_job_reply *rep)
+{
+    ssize_t r;
+
+    if (c == NULL || c->dead || c->npending == 0)
+        return c == NULL || c->dead ? -1 : 0;
+    do
+        r = recv(c->fd, rep, sizeof(*rep), MSG_TRUNC | MSG_DONTWAIT);
+    while (r < 0 && errno == EINTR);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return 0;
+    if (r <= 0 || (size_t)r > sizeof(*rep)) {
+        c->dead = 1;
+        return -1;
+    }
+    return take_reply(c, rep, r) == 0 ? 1 : -1;
+}
+
+int gpuaesd_wait_any(gpuaesd_conn *c, gpuaesd_job_reply *rep, int timeout_ms)
+{
+    ssize_t n;
+
+    if (c == NULL || c->dead || c->npending == 0)
+        return -1;
+    if ((n = recv_until(c->fd, rep, sizeof(*rep), now_ms() + timeout_ms)) < 0) {
+        c->dead = 1;
+        return -1;
+    }
+    return take_reply(c, rep, n);
+}
+
 int gpuaesd_submit(gpuaesd_conn *c, gpuaesd_job_req *req, gpuaesd_job_reply *rep, int timeout_ms)
 {
     int64_t deadline = now_ms() + timeout_ms;
-    ssize_t n;
 
-    if (c == NULL || c->dead)
+    if (c == NULL || c->dead || c->npending != 0)
         return -1;
-    gpuaesd_hdr_init(&req->hdr, GPUAESD_JOB, sizeof(*req));
-    req->id = ++c->next_id;
-    if (send_until(c->fd, req, sizeof(*req), -1, deadline) != 0
-        || (n = recv_until(c->fd, rep, sizeof(*rep), deadline)) < 0
-        || gpuaesd_check_reply(rep, (size_t)n, req) != 0) {
-        c->dead = 1;                   /* a late reply would be out of step: never read it */
+    if (gpuaesd_post(c, req, timeout_ms) != 0
+        || gpuaesd_wait_any(c, rep, (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0)) != 0) {
+        c->dead = 1;
         return -1;
     }
     return 0;

@@ -1,8 +1,11 @@
 /*
  * main.c - gpuaesd: the per-user GPU service (docs/SERVICE.md).
  *
- *   gpuaesd [--socket-dir DIR] [--idle-exit SECONDS] [--foreground]
+ *   gpuaesd [--socket-dir DIR] [--idle-exit SECONDS] [--jobs N] [--foreground]
  *   gpuaesd [--socket-dir DIR] --status
+ *
+ * --jobs N (1..64; default GPUAESD_JOBS from the environment, else 4): jobs
+ * of one client connection run at once.
  *
  * One service per user and socket directory: a lock file in the directory
  * (flock, released by the kernel however the service ends) decides which of
@@ -49,7 +52,7 @@ void gpuaesd_log(const char *fmt, ...)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: gpuaesd [--socket-dir DIR] [--idle-exit SECONDS] [--foreground] [--status]\n");
+    fprintf(stderr, "usage: gpuaesd [--socket-dir DIR] [--idle-exit SECONDS] [--jobs N] [--foreground] [--status]\n");
     exit(2);
 }
 
@@ -180,7 +183,8 @@ int main(int argc, char **argv)
 {
     const char *dir_arg = NULL;
     char dir[108], err[256];
-    long idle_s = 60;
+    long idle_s = 60, jobs = 0;
+    const char *jobs_env = getenv("GPUAESD_JOBS");
     int foreground = 0, status = 0, ready = -1, held, activated, lfd, sfd;
     sigset_t sigs;
 
@@ -192,6 +196,12 @@ int main(int argc, char **argv)
 
             idle_s = strtol(argv[++i], &end, 10);
             if (*end != '\0' || idle_s < 0 || idle_s > 86400 * 365)
+                usage();
+        } else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc) {
+            char *end;
+
+            jobs = strtol(argv[++i], &end, 10);
+            if (*end != '\0' || jobs < 1 || jobs > (long)GPUAESD_INFLIGHT_MAX)
                 usage();
         } else if (strcmp(argv[i], "--foreground") == 0) {
             foreground = 1;
@@ -234,7 +244,9 @@ int main(int argc, char **argv)
             (void)!write(ready, "\1", 1);   /* a service is there: the starter may connect */
         return held ? 0 : 1;
     }
-    gpuaesd_serve_init();
+    if (jobs == 0 && jobs_env != NULL)   /* ignored unless 1..64 */
+        jobs = strtol(jobs_env, NULL, 10);
+    gpuaesd_serve_init(jobs >= 1 && jobs <= (long)GPUAESD_INFLIGHT_MAX ? (unsigned)jobs : 0);
     gpuaes_gpu_available();            /* starts the GPU's initialisation; jobs get BUSY until it is over */
     gpuaesd_log("serving %s (idle exit %ld s)", dir, idle_s);
     if (ready >= 0) {

@@ -10,7 +10,7 @@
 /* The structs are the wire format: no padding, sizes fixed. */
 _Static_assert(sizeof(gpuaesd_hdr) == 16, "gpuaesd_hdr");
 _Static_assert(sizeof(gpuaesd_hello) == 32, "gpuaesd_hello");
-_Static_assert(sizeof(gpuaesd_hello_reply) == 32, "gpuaesd_hello_reply");
+_Static_assert(sizeof(gpuaesd_hello_reply) == 40, "gpuaesd_hello_reply");
 _Static_assert(sizeof(gpuaesd_job_req) == 120, "gpuaesd_job_req");
 _Static_assert(sizeof(gpuaesd_job_reply) == 88, "gpuaesd_job_reply");
 /* 272: the DMA counters (issue 22, step "registration for DMA") grew it from
@@ -128,7 +128,9 @@ int gpuaesd_check_hello_reply(const void *msg, size_t n)
     if (gpuaesd_check_hdr(msg, n, GPUAESD_HELLO_REPLY) != 0)
         return -1;
     memcpy(&r, msg, sizeof(r));
-    return r.status <= GPUAESD_ESEGMENT ? 0 : -1;
+    if (r.status > GPUAESD_ESEGMENT || r.reserved != 0)
+        return -1;
+    return r.status != GPUAESD_OK || (r.max_inflight >= 1 && r.max_inflight <= GPUAESD_INFLIGHT_MAX) ? 0 : -1;
 }
 
 int gpuaesd_check_status_reply(const void *msg, size_t n)

@@ -1,11 +1,16 @@
 /*
- * serve.c - one thread per client (docs/SERVICE.md, "Step 1"): its hello and
+ * serve.c - one reader thread per client (docs/SERVICE.md): its hello and
  * memfd segment, then its jobs, each checked (gpuaesd_check_request) before
- * anything it names is touched and run by the GPU layer
- * (include/gpuaes_gpu.h) on the client's shared memory, which is registered
- * for DMA once, in the background (segment_register: jobs then skip the
- * layer's staging copies), and unregistered before it is unmapped.  A malformed request
- * gets GPUAESD_EINVAL; a message that is not even framed right (size, magic,
+ * anything it names is touched, and run by the GPU layer
+ * (include/gpuaes_gpu.h) on the client's shared memory by up to
+ * max_inflight worker threads of that client, so that several jobs of one
+ * connection run at once (gpuaes_gpu_run is thread-safe).  Replies go out as
+ * jobs complete, one send at a time.  While max_inflight jobs of a client
+ * are queued or running, its reader reads nothing more: a client that sends
+ * more is throttled by its own socket.  The segment is registered for DMA
+ * once, in the background (segment_register: jobs then skip the layer's
+ * staging copies), and unregistered before it is unmapped.  A malformed
+ * request gets GPUAESD_EINVAL; a message that is not even framed right (size, magic,
  * version, type) ends that client's connection.  Nothing here ends the
  * service or another client.
  */
@@ -14,6 +19,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +40,7 @@ static pthread_cond_t table_empty = PTHREAD_COND_INITIALIZER;
 static int table[MAX_CLIENTS];         /* socket fds of connected clients, -1: free */
 static unsigned nclients;
 static int table_ready;
+static unsigned max_inflight = 4;      /* per client: gpuaesd_serve_init */
 
 static atomic_ullong n_total, n_refused, n_jobs, n_jobs_gpu, n_bytes_gpu, n_malformed;
 static atomic_ullong n_segs_registered, n_register_failed, n_jobs_direct, n_bytes_direct;
@@ -97,7 +104,8 @@ void gpuaesd_status_fill(gpuaesd_status_reply *st)
 enum { DMA_NONE, DMA_REGISTERING, DMA_ON, DMA_OFF };
 static int dma_off;                    /* GPUAESD_DMA=0: never register (A/B measurements) */
 
-/* One client's state. */
+/* One client's state.  The reader sets seg before it queues any job; the
+ * workers only read it. */
 typedef struct client {
     int fd;
     int slot;
@@ -107,6 +115,16 @@ typedef struct client {
     _Atomic int dma;                   /* DMA_*, set by the registration thread */
     pthread_t dma_thread;              /* the registration (segment_register) */
     int dma_joinable;
+    pthread_mutex_t mu;                /* the queue and counts below */
+    pthread_cond_t work;               /* a job queued, or closing */
+    pthread_cond_t room;               /* a job answered: the reader may read again */
+    pthread_mutex_t send_mu;           /* one reply at a time on the socket */
+    gpuaesd_job_req q[GPUAESD_INFLIGHT_MAX]; /* checked requests not yet taken (a ring) */
+    unsigned qhead, qn;
+    unsigned pending;                  /* jobs accepted and not yet answered (queued + running) */
+    unsigned workers, idle;
+    int closing;                       /* the reader has ended: queued jobs are dropped */
+    pthread_t tid[GPUAESD_INFLIGHT_MAX];
 } client;
 
 /* Receives one message (at most n bytes) and the first fd it carries (*rfd,
@@ -157,6 +175,17 @@ static int send_msg(int fd, const void *m, size_t n)
         w = send(fd, m, n, MSG_NOSIGNAL);
     while (w < 0 && errno == EINTR);
     return w == (ssize_t)n ? 0 : -1;
+}
+
+/* A reply on c's socket: whole messages, never interleaved by workers. */
+static int send_reply(client *c, const void *m, size_t n)
+{
+    int rc;
+
+    pthread_mutex_lock(&c->send_mu);
+    rc = send_msg(c->fd, m, n);
+    pthread_mutex_unlock(&c->send_mu);
+    return rc;
 }
 
 /* Maps the memfd of a hello: it must be a sealed memfd (F_SEAL_SHRINK, so
@@ -306,6 +335,77 @@ static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
     gpuaesd_wipe(&job, sizeof(job));
 }
 
+/* Takes the next queued job (c->mu held, c->qn > 0), runs and answers it
+ * without the lock; returns with c->mu held again. */
+static void run_next_locked(client *c)
+{
+    gpuaesd_job_req r = c->q[c->qhead];
+    gpuaesd_job_reply rep = { 0 };
+
+    gpuaesd_wipe(&c->q[c->qhead], sizeof(r));
+    c->qhead = (c->qhead + 1) % GPUAESD_INFLIGHT_MAX;
+    c->qn--;
+    pthread_mutex_unlock(&c->mu);
+    gpuaesd_hdr_init(&rep.hdr, GPUAESD_JOB_REPLY, sizeof(rep));
+    rep.id = r.id;
+    run_job(c, &r, &rep);
+    gpuaesd_wipe(&r, sizeof(r));
+    atomic_fetch_add(&n_jobs, 1);
+    atomic_store(&last_activity, gpuaesd_now_ms());
+    if (send_reply(c, &rep, sizeof(rep)) != 0)
+        shutdown(c->fd, SHUT_RDWR);    /* the reader sees the end and drops the client */
+    gpuaesd_wipe(&rep, sizeof(rep));
+    pthread_mutex_lock(&c->mu);
+    c->pending--;
+    pthread_cond_signal(&c->room);
+}
+
+/* A worker: runs its client's queued jobs until the reader ends; jobs still
+ * queued then are dropped (wiped): nobody would read their replies. */
+static void *worker_main(void *arg)
+{
+    client *c = arg;
+
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (c->qn == 0 && !c->closing) {
+            c->idle++;
+            pthread_cond_wait(&c->work, &c->mu);
+            c->idle--;
+        }
+        if (c->closing)
+            break;
+        run_next_locked(c);
+    }
+    while (c->qn > 0) {
+        gpuaesd_wipe(&c->q[c->qhead], sizeof(c->q[0]));
+        c->qhead = (c->qhead + 1) % GPUAESD_INFLIGHT_MAX;
+        c->qn--;
+        c->pending--;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* Queues a checked request for the workers, and starts one more worker when
+ * none is idle (at most max_inflight: the most that can be pending).  With
+ * no worker at all (none could be made) the reader runs it itself. */
+static void queue_job(client *c, const unsigned char *m)
+{
+    pthread_mutex_lock(&c->mu);
+    memcpy(&c->q[(c->qhead + c->qn) % GPUAESD_INFLIGHT_MAX], m, sizeof(gpuaesd_job_req));
+    c->qn++;
+    c->pending++;
+    if (c->idle < c->qn && c->workers < max_inflight
+        && pthread_create(&c->tid[c->workers], NULL, worker_main, c) == 0)
+        c->workers++;
+    else
+        pthread_cond_signal(&c->work);
+    while (c->workers == 0 && c->qn > 0)
+        run_next_locked(c);
+    pthread_mutex_unlock(&c->mu);
+}
+
 /* One message: 0 to go on; -1 malformed, 1 the socket failed: drop the client. */
 static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
 {
@@ -325,7 +425,8 @@ static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
         rep.status = map_segment(c, *mfd, hello.seg_size);
         rep.service_pid = (uint32_t)getpid();
         rep.max_job = c->seg_size;
-        if (send_msg(c->fd, &rep, sizeof(rep)) != 0)
+        rep.max_inflight = max_inflight;
+        if (send_reply(c, &rep, sizeof(rep)) != 0)
             return 1;
         if (rep.status == GPUAESD_OK)
             segment_register(c);       /* in the background: nobody waits for it */
@@ -337,27 +438,23 @@ static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
         if (gpuaesd_check_hdr(m, n, GPUAESD_STATUS) != 0)
             return -1;
         gpuaesd_status_fill(&st);
-        return send_msg(c->fd, &st, sizeof(st)) == 0 ? 0 : 1;
+        return send_reply(c, &st, sizeof(st)) == 0 ? 0 : 1;
     }
     if (h.type == GPUAESD_JOB && gpuaesd_check_hdr(m, n, GPUAESD_JOB) == 0) {
-        gpuaesd_job_req r;
         gpuaesd_job_reply rep = { 0 };
         int rc;
 
-        memcpy(&r, m, sizeof(r));
-        gpuaesd_hdr_init(&rep.hdr, GPUAESD_JOB_REPLY, sizeof(rep));
-        rep.id = r.id;
-        if (c->seg == NULL || gpuaesd_check_request(m, n, c->seg_size, c->seg_size) != 0) {
-            rep.status = GPUAESD_EINVAL;
-            atomic_fetch_add(&n_malformed, 1);
-        } else {
-            run_job(c, &r, &rep);
+        if (c->seg != NULL && gpuaesd_check_request(m, n, c->seg_size, c->seg_size) == 0) {
+            queue_job(c, m);
+            return 0;
         }
-        gpuaesd_wipe(&r, sizeof(r));
+        gpuaesd_hdr_init(&rep.hdr, GPUAESD_JOB_REPLY, sizeof(rep));
+        memcpy(&rep.id, m + offsetof(gpuaesd_job_req, id), sizeof(rep.id));
+        rep.status = GPUAESD_EINVAL;
+        atomic_fetch_add(&n_malformed, 1);
         atomic_fetch_add(&n_jobs, 1);
         atomic_store(&last_activity, gpuaesd_now_ms());
-        rc = send_msg(c->fd, &rep, sizeof(rep)) == 0 ? 0 : 1;
-        gpuaesd_wipe(&rep, sizeof(rep));
+        rc = send_reply(c, &rep, sizeof(rep)) == 0 ? 0 : 1;
         return rc;
     }
     return -1;                         /* framing */
@@ -371,9 +468,17 @@ static void *client_main(void *arg)
 
     for (;;) {
         int mfd;
-        ssize_t n = recv_msg(c->fd, m, sizeof(m), &mfd);
-        int rc = n > 0 ? handle(c, m, (size_t)n, &mfd) : n == -2 ? -1 : 1;
+        ssize_t n;
+        int rc;
 
+        pthread_mutex_lock(&c->mu);    /* max_inflight pending: read nothing more (throttle) */
+        while (c->pending >= max_inflight)
+            pthread_cond_wait(&c->room, &c->mu);
+        pthread_mutex_unlock(&c->mu);
+        n = recv_msg(c->fd, m, sizeof(m), &mfd);
+        rc = n > 0 ? handle(c, m, (size_t)n, &mfd) : n == -2 ? -1 : 1;
+        if (n > 0)
+            gpuaesd_wipe(m, (size_t)n);  /* a request's key */
         if (mfd >= 0)
             close(mfd);                /* mapped or refused: the mapping keeps the memory */
         if (rc < 0)
@@ -381,7 +486,17 @@ static void *client_main(void *arg)
         if (rc != 0)
             break;
     }
-    gpuaesd_wipe(m, sizeof(m));        /* the last request's key */
+    gpuaesd_wipe(m, sizeof(m));
+    pthread_mutex_lock(&c->mu);        /* running jobs finish, queued ones are dropped */
+    c->closing = 1;
+    pthread_cond_broadcast(&c->work);
+    pthread_mutex_unlock(&c->mu);
+    for (unsigned i = 0; i < c->workers; i++)
+        pthread_join(c->tid[i], NULL);
+    pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->send_mu);
+    pthread_cond_destroy(&c->work);
+    pthread_cond_destroy(&c->room);
     if (c->seg != NULL) {
         segment_unregister(c);         /* its jobs are over */
         munmap(c->seg, (size_t)c->seg_size);
@@ -398,9 +513,11 @@ static void *client_main(void *arg)
     return NULL;
 }
 
-void gpuaesd_serve_init(void)
+void gpuaesd_serve_init(unsigned jobs_per_client)
 {
     pthread_mutex_lock(&table_lock);
+    if (jobs_per_client >= 1 && jobs_per_client <= GPUAESD_INFLIGHT_MAX)
+        max_inflight = jobs_per_client;
     for (int i = 0; i < MAX_CLIENTS; i++)
         table[i] = -1;
     table_ready = 1;
@@ -424,6 +541,10 @@ int gpuaesd_serve(int fd, pid_t pid)
         if (table[i] < 0)
             slot = i;
     if (slot >= 0) {
+        pthread_mutex_init(&c->mu, NULL);
+        pthread_mutex_init(&c->send_mu, NULL);
+        pthread_cond_init(&c->work, NULL);
+        pthread_cond_init(&c->room, NULL);
         c->fd = fd;
         c->slot = slot;
         c->pid = pid;
@@ -443,6 +564,12 @@ int gpuaesd_serve(int fd, pid_t pid)
     }
     pthread_mutex_unlock(&table_lock);
     if (!ok) {
+        if (c != NULL && slot >= 0) {
+            pthread_mutex_destroy(&c->mu);
+            pthread_mutex_destroy(&c->send_mu);
+            pthread_cond_destroy(&c->work);
+            pthread_cond_destroy(&c->room);
+        }
         free(c);
         close(fd);
         return -1;

@@ -1,6 +1,7 @@
 /*
  * service.h - gpuaesd's parts: main.c (options, start, the accept loop),
- * serve.c (one thread per client: hello, segment, jobs), wipe.
+ * serve.c (a reader thread per client: hello, segment; its jobs on up to
+ * max_inflight worker threads), wipe.
  */
 #ifndef GPUAESD_SERVICE_H
 #define GPUAESD_SERVICE_H
@@ -11,8 +12,9 @@
 
 #include "gpuaesd_proto.h"
 
-/* Before the first client. */
-void gpuaesd_serve_init(void);
+/* Before the first client; jobs_per_client: the jobs of one connection run
+ * at once (1..GPUAESD_INFLIGHT_MAX; anything else keeps the default, 4). */
+void gpuaesd_serve_init(unsigned jobs_per_client);
 
 /* Serves the connected, uid-checked socket fd on a thread of its own (which
  * closes it).  -1 when no thread could be made or the client table is full:

@@ -19,6 +19,11 @@
  * between jobs here) and a window twice its size (pinned + device); what the
  * cap would not hold is refused and counted, as in cuda/memory_cap.cpp.
  * Registration for DMA (gpuaesd's segments): see "Registered ranges" below.
+ * For gpuaesd_emu (the service never configures a fault): GPUAES_EMU_FAIL_EVERY=N
+ * makes every N-th job run (counted process-wide) fail after half its blocks
+ * (GPUAES_FAILED, done = half), and the state string reports the most jobs
+ * that ran at once ("at most N jobs at once"), so that tests see the
+ * service's concurrency.  gpuaes_host_copy is a plain memcpy.
  */
 #define _POSIX_C_SOURCE 200809L  /* nanosleep */
 #include <pthread.h>
@@ -237,11 +242,27 @@ const char *gpuaes_gpu_description(void)
                              : "disabled by GPUAES_DISABLE_GPU";
 }
 
+static atomic_uint emu_running, emu_peak;     /* jobs in gpuaes_gpu_run now, and at most */
+
 const char *gpuaes_gpu_state(void)
 {
+    static _Thread_local char buf[160];
+
     if (!gpuaes_gpu_started())
         return atomic_load(&emu_state) == EMU_NONE ? "GPU not started" : "GPU starting";
-    return gpuaes_gpu_description();
+    snprintf(buf, sizeof(buf), "%s, at most %u jobs at once", gpuaes_gpu_description(),
+             atomic_load(&emu_peak));
+    return buf;
+}
+
+void gpuaes_host_copy(void *dst, const void *src, size_t n, int stream)
+{
+    (void)stream;
+    memcpy(dst, src, n);
+}
+
+void gpuaes_host_copy_stop(void)
+{
 }
 
 
@@ -770,6 +791,11 @@ void gpuaes_gpu_run(gpuaes_job *job)
     size_t slot = atomic_load(&emu_slot_bytes);
     int held = gpuaes_gpu_supports(job->op), range;
 
+    static atomic_ulong runs;
+    const char *every = getenv("GPUAES_EMU_FAIL_EVERY");
+    unsigned long n = every != NULL ? strtoul(every, NULL, 10) : 0, k;
+    unsigned now, peak;
+
     pthread_once(&emu_report_once, emu_register_report);
 
     job->direct = 0;
@@ -782,7 +808,33 @@ void gpuaes_gpu_run(gpuaes_job *job)
         return;
     }
     range = emu_direct_take(job);
-    emu_run(job);
+    now = atomic_fetch_add(&emu_running, 1) + 1;
+    peak = atomic_load(&emu_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&emu_peak, &peak, now))
+        ;
+    k = atomic_fetch_add(&runs, 1) + 1;
+    if (n > 0 && k % n == 0 && job->cpu_share == NULL && job->len >= 32) {
+        /* a fault in the middle: the first half done, as the real layer's prefix */
+        size_t len = job->len;
+        unsigned char iv0[16], at_done[16];
+
+        memcpy(iv0, job->iv, 16);
+        job->len = len / 32 * 16;
+        emu_run(job);
+        job->len = len;
+        memcpy(at_done, job->iv, 16);
+        memcpy(job->iv, iv0, 16);
+        emu_end_state(job);            /* the whole job's, from its iv */
+        memcpy(job->iv, at_done, 16);
+        job->cpu_from = len;
+        if (job->status == GPUAES_OK) {
+            job->status = GPUAES_FAILED;
+            strcpy(job->error, "emulated fault injected by GPUAES_EMU_FAIL_EVERY");
+        }
+    } else {
+        emu_run(job);
+    }
+    atomic_fetch_sub(&emu_running, 1);
     if (job->done > 0 && (size_t)job->op < sizeof(emu_jobs) / sizeof(emu_jobs[0]))
         atomic_fetch_add(&emu_jobs[job->op], 1);
     job->direct = range >= 0 && job->status != GPUAES_BUSY;

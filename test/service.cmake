@@ -21,8 +21,9 @@ add_dependencies(test_service gpuaesd_emu)
 # only, else skipped); dir: a socket directory of the wrong mode, owner or a
 # symbolic link is refused; kill: SIGKILL / SIGSTOP of the service while a
 # client waits, then a new service; activation: started as a systemd socket
-# unit starts it (fd 3, LISTEN_PID/LISTEN_FDS).
-foreach(t diff fuzz uid dir kill activation)
+# unit starts it (fd 3, LISTEN_PID/LISTEN_FDS); inflight: several jobs at once
+# on one connection, and a client that sends more than max_inflight is throttled.
+foreach(t diff fuzz uid dir kill activation inflight)
   add_test(NAME service_${t} COMMAND test_service ${t} $<TARGET_FILE:gpuaesd_emu>)
   set_tests_properties(service_${t} PROPERTIES LABELS "emu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
@@ -64,18 +65,23 @@ set_tests_properties(service_diff_gpu PROPERTIES LABELS "gpu;service" SKIP_RETUR
 # A 10 s job bound: a loaded CI host must not turn a slow answer into a
 # CPU fallback (counted as a GPU error) in a test of correctness.
 set(_svc_env GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_SERVICE_TIMEOUT_MS=10000)
+# 64 KiB pieces (first 16K, then 32K, then 64K; a ring of 32 slots, 2 MiB):
+# every job of more than 16 KiB goes through the pipeline in several pieces,
+# and one of more than 2 MiB reuses the slots, as a job longer than the
+# segment does with the default 4 MiB pieces (kat runs with those).
+set(_svc_small GPUAES_SERVICE_CHUNK=64K)
 set(_svc_run ${CMAKE_CURRENT_SOURCE_DIR}/service_run.sh $<TARGET_FILE:gpuaesd_emu>)
 gpuaes_test(NAME kat_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_kat> --gpu
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
 gpuaes_test(NAME diff_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
-  --threads 4 --iterations 8 --max-bytes 1M
-  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+  --threads 4 --iterations 8 --max-bytes 3M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 120)
 gpuaes_test(NAME params_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_params> --gpu
-  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 120)
 gpuaes_test(NAME bad_input_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_bad_input> --gpu
-  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 120)
 gpuaes_test(NAME fork_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_fork> --gpu
-  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 120)
 # The service's DMA registration fails for every client: served through
 # staging, every output still right.
 gpuaes_test(NAME diff_service_noreg_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
@@ -86,11 +92,19 @@ gpuaes_test(NAME diff_service_noreg_emu COMMAND ${_svc_run} served $<TARGET_FILE
 gpuaes_test(NAME diff_service_absent_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service_run.sh
   ${CMAKE_BINARY_DIR}/emu/no-such-gpuaesd absent $<TARGET_FILE:test_diff> --iterations 8 --max-bytes 1M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 60)
-# SIGKILL of the service mid-run: the jobs in flight complete on the CPU, every
-# output is still right (test_diff without --gpu: errors are expected).
+# SIGKILL of the service mid-run, with several pieces of each job in flight:
+# the jobs complete on the CPU from the prefix copied out, every output is
+# still right (test_diff without --gpu: errors are expected).
 gpuaes_test(NAME diff_service_killed_emu COMMAND ${_svc_run} killed $<TARGET_FILE:test_diff>
-  --threads 4 --iterations 64 --max-bytes 1M
-  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} TIMEOUT 120)
+  --threads 4 --iterations 64 --max-bytes 3M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 120)
+# The service answers FAILED for pieces in the middle of jobs (every 5th job
+# it runs fails after half its blocks): each job's prefix up to there is
+# kept, the rest done on the CPU, and every output is right.
+gpuaes_test(NAME diff_service_failmid_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff>
+  --threads 2 --iterations 16 --max-bytes 3M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small}
+  GPUAES_EMU_FAIL_EVERY=5 TIMEOUT 120)
 # A service whose GPU cannot run GCM answers BUSY for it: those jobs run on
 # the CPU (and are not sent again for a moment), the rest through the service.
 gpuaes_test(NAME kat_service_nogcm_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_kat> --gpu

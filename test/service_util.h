@@ -29,6 +29,10 @@ int svc_wait_gone(const char *dir, int ms);
  * it does, 0 (printed) when not, -1 when submit failed. */
 int svc_job_check(gpuaesd_conn *c, unsigned op, size_t max_len, int need_ok, int timeout_ms);
 
+/* The default provider's output for request r on input in (len bytes);
+ * may change r and in as svc_job_check's reference does (CTR32, GCM). */
+void svc_expected(gpuaesd_job_req *r, unsigned char *in, unsigned char *out);
+
 /* Builds a valid request for c's segment (random), for tests to spoil. */
 void svc_make_request(gpuaesd_job_req *r, size_t seg_size);
 

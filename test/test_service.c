@@ -4,6 +4,7 @@
  *   test_service diff SERVICE [--gpu]   random jobs of every op, bit for bit
  *   test_service kill SERVICE           SIGKILL / SIGSTOP while a client waits
  *   test_service fuzz|uid|dir SERVICE   hostile input (test_service_hostile.c)
+ *   test_service inflight SERVICE       several jobs in flight, throttling (the same file)
  *
  * diff starts the service the way a client will (detached, from its path;
  * four clients at once, which must all get the one service) and checks every job against the default provider (service_util.c).
@@ -30,6 +31,7 @@ int svc_run_fuzz(const char *service);
 int svc_run_uid(const char *service);
 int svc_run_dir(const char *service);
 int svc_run_activation(const char *service);
+int svc_run_inflight(const char *service);
 
 #define SEG ((size_t)8 << 20)
 
@@ -286,7 +288,7 @@ static int run_kill(const char *service)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: test_service diff|kill|fuzz|uid|dir|activation SERVICE [--gpu]\n");
+        fprintf(stderr, "usage: test_service diff|kill|fuzz|uid|dir|activation|inflight SERVICE [--gpu]\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -303,5 +305,7 @@ int main(int argc, char **argv)
         return svc_run_dir(argv[2]);
     if (strcmp(argv[1], "activation") == 0)
         return svc_run_activation(argv[2]);
+    if (strcmp(argv[1], "inflight") == 0)
+        return svc_run_inflight(argv[2]);
     return 2;
 }

@@ -40,6 +40,7 @@
 int svc_run_fuzz(const char *service);
 int svc_run_uid(const char *service);
 int svc_run_dir(const char *service);
+int svc_run_inflight(const char *service);
 
 static int send_fds(int fd, const void *m, size_t n, const int *fds, int nfds)
 {
@@ -516,4 +517,118 @@ int svc_run_dir(const char *service)
     svc_rmdir(sub);
     svc_rmdir(dir);
     return test_report("service dir");
+}
+
+/* ---- Several jobs in flight on one connection ----
+ * inflight: with every job taking 200 ms (GPUAES_EMU_JOB_DELAY_MS), the
+ * library posts max_inflight jobs (4 by default) and refuses one more
+ * without sending it; the service runs them at once (the emulator's peak,
+ * in the status: at least 2, at most max_inflight) and answers each.  A raw
+ * client that sends five times that many without waiting is throttled by its
+ * socket, not refused: every job answered OK and right. */
+#define IF_JOB 1024
+
+static void ctr_job(gpuaesd_job_req *r, unsigned char *seg, unsigned k, unsigned char *want)
+{
+    unsigned char in[IF_JOB];
+
+    memset(r, 0, sizeof(*r));
+    gpuaesd_hdr_init(&r->hdr, GPUAESD_JOB, sizeof(*r));
+    r->op = GPUAESD_OP_CTR128;
+    r->keylen = 16;
+    test_rand_bytes(r->key, 16);
+    test_rand_bytes(r->iv, 16);
+    r->in_off = r->out_off = (uint64_t)k * IF_JOB;
+    r->len = IF_JOB;
+    r->id = 1000 + k;
+    test_rand_bytes(in, IF_JOB);
+    memcpy(seg + r->in_off, in, IF_JOB);
+    svc_expected(r, in, want);
+}
+
+static unsigned peak_jobs(const char *dir)
+{
+    gpuaesd_status_reply st;
+    const char *p;
+
+    if (gpuaesd_query_status(dir, &st, 5000) != 0 || (p = strstr(st.gpu, "at most ")) == NULL)
+        return 0;
+    return (unsigned)strtoul(p + 8, NULL, 10);
+}
+
+int svc_run_inflight(const char *service)
+{
+    enum { FLOOD = 20 };
+    char dir[64], err[256];
+    pid_t pid;
+    gpuaesd_conn *c;
+    gpuaesd_job_req r[FLOOD];
+    gpuaesd_job_reply rep;
+    unsigned char *seg, want[FLOOD][IF_JOB];
+    size_t segn;
+    unsigned m = 0, peak, answered = 0, sent = 0;
+    int fd, seen[FLOOD] = { 0 };
+
+    svc_tmpdir(dir);
+    setenv("GPUAES_EMU_JOB_DELAY_MS", "200", 1);   /* the service inherits it */
+    pid = svc_start_fg(service, dir);
+    unsetenv("GPUAES_EMU_JOB_DELAY_MS");
+    c = gpuaesd_connect(dir, NULL, HSEG, 5000, err, sizeof(err));
+    TEST_CHECK(c != NULL && (m = gpuaesd_max_inflight(c)) == 4);
+    if (c == NULL || m != 4)
+        return test_report("service inflight");
+    seg = gpuaesd_segment(c, &segn);
+    for (unsigned k = 0; k <= m; k++)
+        ctr_job(&r[k], seg, k, want[k]);
+    for (unsigned k = 0; k < m; k++)
+        TEST_CHECK(gpuaesd_post(c, &r[k], 5000) == 0);
+    TEST_CHECK(gpuaesd_post(c, &r[m], 5000) == 1 && gpuaesd_inflight(c) == m);
+    for (unsigned k = 0; k < m; k++) {
+        TEST_CHECK(gpuaesd_wait_any(c, &rep, 20000) == 0 && rep.status == GPUAESD_OK);
+        for (unsigned j = 0; j < m; j++)
+            if (rep.id == r[j].id)
+                seen[j]++;
+    }
+    TEST_CHECK(gpuaesd_inflight(c) == 0 && gpuaesd_wait_any(c, &rep, 100) == -1);  /* nothing in flight */
+    for (unsigned k = 0; k < m; k++)
+        TEST_CHECK(seen[k] == 1 && memcmp(seg + r[k].out_off, want[k], IF_JOB) == 0);
+    peak = peak_jobs(dir);
+    if (peak < 2 || peak > m)
+        fprintf(stderr, "at most %u jobs ran at once, not 2..%u\n", peak, m);
+    TEST_CHECK(peak >= 2 && peak <= m);
+    TEST_CHECK(svc_job_check(c, 0, 4096, 1, 20000) == 1);   /* still usable */
+    gpuaesd_close(c);
+
+    /* the raw client: FLOOD requests, sent as the socket takes them */
+    fd = good_hello(dir, &seg);
+    memset(seen, 0, sizeof(seen));
+    for (unsigned k = 0; k < FLOOD; k++)
+        ctr_job(&r[k], seg, k, want[k]);
+    while (answered < FLOOD) {
+        struct pollfd p = { fd, POLLIN | (sent < FLOOD ? POLLOUT : 0), 0 };
+        ssize_t n;
+
+        if (poll(&p, 1, 20000) <= 0)
+            break;
+        if ((p.revents & POLLOUT) && sent < FLOOD && send_fds(fd, &r[sent], sizeof(r[0]), NULL, 0) == 0)
+            sent++;
+        if ((p.revents & POLLIN) && (n = recv(fd, &rep, sizeof(rep), MSG_DONTWAIT)) > 0) {
+            if (n != sizeof(rep) || rep.id < 1000 || rep.id >= 1000 + FLOOD || rep.status != GPUAESD_OK)
+                break;
+            seen[rep.id - 1000]++;
+            answered++;
+        }
+        if (p.revents & (POLLHUP | POLLERR))
+            break;
+    }
+    TEST_CHECK(sent == FLOOD && answered == FLOOD);
+    for (unsigned k = 0; k < FLOOD; k++)
+        TEST_CHECK(seen[k] == 1 && memcmp(seg + r[k].out_off, want[k], IF_JOB) == 0);
+    peak = peak_jobs(dir);
+    TEST_CHECK(peak >= 2 && peak <= m);
+    close(fd);
+    munmap(seg, HSEG);
+    TEST_CHECK(svc_stop(pid) == 0);
+    svc_rmdir(dir);
+    return test_report("service inflight");
 }

@@ -159,8 +159,30 @@ void test_fail(const char *file, int line, const char *what)
     }
 }
 
+/* 1 when libcuda is mapped into this process. */
+static int cuda_mapped(void)
+{
+    char line[512];
+    FILE *f = fopen("/proc/self/maps", "r");
+    int found = 0;
+
+    while (f != NULL && !found && fgets(line, sizeof(line), f) != NULL)
+        found = strstr(line, "libcuda.so") != NULL;
+    if (f != NULL)
+        fclose(f);
+    return found;
+}
+
 int test_report(const char *name)
 {
+    const char *backend = getenv("GPUAES_GPU_BACKEND");
+
+    /* Service mode's promise (docs/SERVICE.md): no CUDA inside applications,
+     * the service backend's copy threads included. */
+    if (backend != NULL && strcmp(backend, "service") == 0 && cuda_mapped()) {
+        printf("%s: libcuda is loaded in this process, with gpu_backend = service\n", name);
+        test_failures++;
+    }
     printf("%s: %s\n", name, test_failures ? "FAILED" : "ok");
     return test_failures ? 1 : 0;
 }
