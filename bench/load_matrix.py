@@ -7,7 +7,7 @@ usage: load_matrix.py --build-dir DIR [--out DIR] [--quick] [--allow-no-gpu] [op
                                          from DIR/load.csv; nothing is measured)
 
 Builds nothing: DIR must hold gpuaes.so, bench/evp_bench and bench/load_proc
-(`cmake --build DIR --target gpuaes evp_bench load_proc`).  bench/load_matrix.sh
+(`cmake --build DIR --target gpuaes evp_bench load_proc`; --backend service: gpuaesd too).  bench/load_matrix.sh
 runs this with python3.
 
 Workloads (every cell measures default and gpuaes alternately, A B A B):
@@ -27,6 +27,16 @@ Workloads (every cell measures default and gpuaes alternately, A B A B):
                  build's gpuaes.so; default = plain openssl
   speed          `openssl speed -evp C -bytes N -seconds S` (CPU-time figures)
   speed-elapsed  the same with -elapsed (wall-clock figures)
+Opt-in (--only; issue 22):
+  processes-long as processes: 1, 4, 16 processes, each --long-bytes (10G) of 64M
+                 updates, AES-128-CTR, AES-256-GCM, AES-256-ECB; device memory
+                 (nvidia-smi) sampled during each batch, in README.md
+  fresh-warm     one new load_proc, --fresh-bytes (1G) in 64M updates, wall time
+  fresh-cold     spawn to exit; service backend: gpuaesd running and warm, or
+                 stopped (fresh-cold-max-call rows: the longest single update);
+                 in-process: both the same fresh process
+--backend inprocess|service: GPUAES_GPU_BACKEND for every process; service:
+gpuaesd on a private socket directory, stopped at the end.
 
 Writes into the output directory (at most 5 files):
   load.csv     workload,cipher,direction,update_bytes,threads,processes,path,
@@ -1165,7 +1175,7 @@ def plot_heatmap(out_dir, rows):
         panels.append(("%s (update size)" % pw, ["%s x%s" % k for k in prow], [size_label(s) for s in psizes], m))
     fr = [c for c in cells if c["workload"].startswith("fresh-")]
     if fr:
-        panels.append(("fresh process", ["%s %s" % (c["workload"].replace("fresh-", "").replace("-max-call", " call"),
+        panels.append(("fresh process", ["%s %s" % (c["workload"].replace("fresh-", "").replace("-max-call", " longest call"),
                                                     c["cipher"]) for c in fr], ["ratio"], [[c["ratio"]] for c in fr]))
     su = [c for c in cells if c["workload"] == "startup"]
     if su:
