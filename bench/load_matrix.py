@@ -1175,8 +1175,9 @@ def plot_heatmap(out_dir, rows):
         panels.append(("%s (update size)" % pw, ["%s x%s" % k for k in prow], [size_label(s) for s in psizes], m))
     fr = [c for c in cells if c["workload"].startswith("fresh-")]
     if fr:
-        panels.append(("fresh process", ["%s %s" % (c["workload"].replace("fresh-", "").replace("-max-call", " longest call"),
-                                                    c["cipher"]) for c in fr], ["ratio"], [[c["ratio"]] for c in fr]))
+        flab = ["%s %s" % (c["workload"].replace("fresh-", "").replace("-max-call", " longest call"), c["cipher"])
+                for c in fr]
+        panels.append(("fresh process", flab, ["ratio"], [[c["ratio"]] for c in fr]))
     su = [c for c in cells if c["workload"] == "startup"]
     if su:
         panels.append(("startup (whole process)", [cell_label(c).replace("openssl ", "") for c in su], ["ratio"],
@@ -1350,7 +1351,8 @@ def main():
                 long_procs=[1, 4, 16], long_ciphers="AES-128-CTR,AES-256-GCM,AES-256-ECB", long_bytes=10 << 30,
                 long_size=64 << 20, long_rounds=2,
                 fresh_ciphers="AES-256-CTR,AES-256-GCM", fresh_bytes=1 << 30, fresh_size=64 << 20, fresh_runs=5)
-    quick = dict(full, long_bytes=512 << 20, long_rounds=1, fresh_runs=2, threads=[1, 16], sizes=[16 << 10, 1 << 20, 64 << 20], min_time=0.05, warmup=0.02,
+    quick = dict(full, long_bytes=512 << 20, long_rounds=1, fresh_runs=2,
+                 threads=[1, 16], sizes=[16 << 10, 1 << 20, 64 << 20], min_time=0.05, warmup=0.02,
                  procs=[1, 16], proc_sizes=[64 << 20], proc_bytes=256 << 20, max_seconds=80,
                  startup_sizes=[1 << 10, 64 << 20], startup_runs=3, rounds=3,
                  speed_ciphers="AES-128-CTR", speed_sizes=[16384, 67108864], speed_repeats=1)
