@@ -7,7 +7,7 @@ usage: load_matrix.py --build-dir DIR [--out DIR] [--quick] [--allow-no-gpu] [op
                                          from DIR/load.csv; nothing is measured)
 
 Builds nothing: DIR must hold gpuaes.so, bench/evp_bench and bench/load_proc
-(`cmake --build DIR --target gpuaes evp_bench load_proc`).  bench/load_matrix.sh
+(`cmake --build DIR --target gpuaes evp_bench load_proc`; --backend service: gpuaesd too).  bench/load_matrix.sh
 runs this with python3.
 
 Workloads (every cell measures default and gpuaes alternately, A B A B):
@@ -27,6 +27,16 @@ Workloads (every cell measures default and gpuaes alternately, A B A B):
                  build's gpuaes.so; default = plain openssl
   speed          `openssl speed -evp C -bytes N -seconds S` (CPU-time figures)
   speed-elapsed  the same with -elapsed (wall-clock figures)
+Opt-in (--only; issue 22):
+  processes-long as processes: 1, 4, 16 processes, each --long-bytes (10G) of 64M
+                 updates, AES-128-CTR, AES-256-GCM, AES-256-ECB; device memory
+                 (nvidia-smi) sampled during each batch, in README.md
+  fresh-warm     one new load_proc, --fresh-bytes (1G) in 64M updates, wall time
+  fresh-cold     spawn to exit; service backend: gpuaesd running and warm, or
+                 stopped (fresh-cold-max-call rows: the longest single update);
+                 in-process: both the same fresh process
+--backend inprocess|service: GPUAES_GPU_BACKEND for every process; service:
+gpuaesd on a private socket directory, stopped at the end.
 
 Writes into the output directory (at most 5 files):
   load.csv     workload,cipher,direction,update_bytes,threads,processes,path,
@@ -55,8 +65,10 @@ import time
 
 HEADER = ["workload", "cipher", "direction", "update_bytes", "threads", "processes", "path", "gbps",
           "cpu_core_s_per_gb", "wall_ms"]
-WORKLOADS = ["threads", "processes", "startup", "speed", "speed-elapsed"]
-STEPS = ["threads", "processes", "startup", "speed"]
+WORKLOADS = ["threads", "processes", "startup", "speed", "speed-elapsed", "processes-long", "fresh-warm",
+             "fresh-cold", "fresh-cold-max-call"]
+STEPS = ["threads", "processes", "startup", "speed"]  # the default --only
+EXTRA_STEPS = ["processes-long", "fresh-warm", "fresh-cold"]  # issue 22: opt-in through --only
 
 # The thread matrix's (cipher, direction) cells, grouped by evp_bench run.
 THREAD_CELLS = [("AES-128-CTR", "enc"), ("AES-256-GCM", "enc"), ("AES-256-GCM", "dec"),
@@ -257,6 +269,26 @@ def plan(a):
         lines.append("speed: %d runs of openssl speed -seconds %d (%s x -bytes %s x with/without -elapsed x 2 providers"
                      " x %d, median)" % (n, a.speed_seconds, ",".join(a.speed_ciphers),
                                          ",".join(map(str, a.speed_sizes)), a.speed_repeats))
+    if "processes-long" in a.only:
+        # per batch: ~0.45 s of process start-up/teardown + the work at ~4 GB/s a process, at most ~40 GB/s
+        # in all (the H200 host's default provider; gpuaes should be faster)
+        t = 0.0
+        for n in a.long_procs:
+            t += 2 * a.long_rounds * len(a.long_ciphers) * (0.45 + n * a.long_bytes / min(n * 4e9, 40e9))
+        est["processes-long"] = t + (1.0 if a.backend == "service" else 0)
+        lines.append("processes-long: processes %s x %s, %s per process in %s calls, %d round(s) x 2 providers; "
+                     "device memory sampled (nvidia-smi)" % (",".join(map(str, a.long_procs)), ",".join(a.long_ciphers),
+                                                             size_label(a.long_bytes), size_label(a.long_size),
+                                                             a.long_rounds))
+    for wl in ("fresh-warm", "fresh-cold"):
+        if wl in a.only:
+            # per run: process start + setup ~0.15 s, the work at ~4 GB/s; cold with the service: stopping it
+            per = 0.15 + a.fresh_bytes / 4e9 + (0.3 if wl == "fresh-cold" and a.backend == "service" else 0)
+            est[wl] = len(a.fresh_ciphers) * a.fresh_runs * 2 * per + (1.0 if a.backend == "service" else 0)
+            lines.append("%s: one new process, %s in %s calls, %s, %d runs x 2 providers (median)%s"
+                         % (wl, size_label(a.fresh_bytes), size_label(a.fresh_size), ",".join(a.fresh_ciphers),
+                            a.fresh_runs, "" if a.backend == "service" else
+                            " (in-process backend: the same fresh process as the other fresh-* workload)"))
     return lines, est
 
 
@@ -328,13 +360,13 @@ def step_threads(a, res, remaining):
     return ok
 
 
-def proc_batch(a, prov, cipher, size, n, timeout):
-    """n load_proc processes at once; returns dict or None."""
+def proc_batch(a, prov, cipher, size, n, timeout, nbytes=None):
+    """n load_proc processes at once, each nbytes (default --proc-bytes); returns dict or None."""
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()
     env = dict(os.environ, LOAD_PROC_READY_FD=str(ready_w), LOAD_PROC_GO_FD=str(go_r))
     cmd = [a.load_proc, "--provider", prov, "--cipher", cipher, "--dir", "enc", "--size", str(size),
-           "--bytes", str(a.proc_bytes), "--provider-path", a.build_dir] + \
+           "--bytes", str(nbytes or a.proc_bytes), "--provider-path", a.build_dir] + \
         (["--wait-gpu"] if a.proc_wait_gpu and prov == "gpuaes" else [])
     forget_finished()
     t_spawn = time.monotonic()
@@ -434,6 +466,286 @@ def step_processes(a, res, remaining):
                 res.write()
     return ok
 
+
+# ---------------------------------------------------------------- the service (issue 22)
+
+def svc_status(a):
+    """`gpuaesd --status` of the run's socket dir: dict (running, pid, answered, gpu_jobs, gpu_bytes, gpu)."""
+    rc, out, _ = run_cmd([a.gpuaesd, "--socket-dir", a.svc_dir, "--status"], 15, title="gpuaesd --status")
+    st = {"running": False, "pid": None, "answered": 0, "gpu_jobs": 0, "gpu_bytes": 0, "gpu": ""}
+    m = re.search(r"serving, pid (\d+)", out)
+    if rc == 0 and m:
+        st.update(running=True, pid=int(m.group(1)))
+        j = re.search(r"jobs: (\d+) answered, (\d+) on the GPU \((\d+) bytes\)", out)
+        if j:
+            st.update(answered=int(j.group(1)), gpu_jobs=int(j.group(2)), gpu_bytes=int(j.group(3)))
+        g = re.search(r"(?m)^gpu: (.*)$", out)
+        st["gpu"] = g.group(1) if g else ""
+    return st
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def svc_stop(a):
+    """Stops the run's gpuaesd (SIGTERM to the pid it reports; SIGKILL after 10 s). No-op without one."""
+    if not a.svc_dir:
+        return
+    st = svc_status(a)
+    if not st["running"]:
+        return
+    pid = st["pid"]
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 10
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if pid_alive(pid):
+        log("gpuaesd %d did not end 10 s after SIGTERM: SIGKILL" % pid)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    log("gpuaesd %d stopped" % pid, echo=False)
+
+
+def svc_warm(a):
+    """Makes sure the run's gpuaesd is running and has answered a job: a gpuaes load_proc that waits
+    for the service and sends it work from its first call (its knobs only).  Returns the status."""
+    st = svc_status(a)
+    if st["running"] and st["answered"] > 0:
+        return st
+    env = dict(os.environ, GPUAES_OFFLOAD_MIN_BYTES="0", GPUAES_GPU_START_BYTES="0")
+    rc, out, err = run_cmd([a.load_proc, "--provider", "gpuaes", "--cipher", "AES-128-CTR", "--dir", "enc",
+                            "--size", str(64 << 20), "--bytes", str(256 << 20), "--provider-path", a.build_dir,
+                            "--wait-gpu"], 120, env=env, title="service warm-up load_proc")
+    st = svc_status(a)
+    log("service warm-up: %s" % ("gpuaesd %d, %d jobs answered, %d on the GPU; gpu: %s"
+                                 % (st["pid"], st["answered"], st["gpu_jobs"], st["gpu"]) if st["running"]
+                                 else "no gpuaesd answers (load_proc rc %s; see run.log)" % rc), echo=False)
+    if not (st["running"] and st["answered"] > 0):
+        log("service warm-up: gpuaesd is not running or answered no job (see run.log)")
+    return st
+
+
+# ---------------------------------------------------------------- device memory
+
+class DevMem:
+    """Samples nvidia-smi (memory.used, and the compute apps) every `period` s in a thread while
+    a batch runs; keeps the largest values.  available False: no nvidia-smi answer (no GPU)."""
+
+    def __init__(self, period=0.5):
+        self.period = period
+        self.used = None       # max memory.used, MiB (all GPUs summed)
+        self.apps_mib = None   # max sum of the compute apps' used_memory, MiB
+        self.apps_desc = ""    # the apps at that moment, by name
+        self.stop_ev = threading.Event()
+        self.thread = None
+
+    @staticmethod
+    def query():
+        """(memory.used MiB summed over GPUs, [(pid, MiB)]) or None."""
+        try:
+            q = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True,
+                               timeout=10)
+            if q.returncode != 0:
+                return None
+            used = sum(int(x) for x in q.stdout.split() if x.strip().isdigit())
+            if not q.stdout.strip():
+                return None
+            a = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True,
+                               timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        apps = []
+        for line in a.stdout.splitlines():
+            f = [x.strip() for x in line.split(",")]
+            if len(f) == 2 and f[0].isdigit() and f[1].isdigit():
+                apps.append((int(f[0]), int(f[1])))
+        return used, apps
+
+    def sample(self):
+        r = self.query()
+        if r is None:
+            return
+        used, apps = r
+        self.used = used if self.used is None else max(self.used, used)
+        tot = sum(m for _, m in apps)
+        if self.apps_mib is None or tot > self.apps_mib:
+            self.apps_mib = tot
+            names = {}
+            for pid, m in apps:
+                try:
+                    with open("/proc/%d/comm" % pid) as f:
+                        nm = f.read().strip()
+                except OSError:
+                    nm = "pid %d" % pid
+                k = names.setdefault(nm, [0, 0])
+                k[0] += 1
+                k[1] += m
+            self.apps_desc = ", ".join("%s x%d %d MiB" % (nm, c, mm) for nm, (c, mm) in sorted(names.items())) \
+                or "none"
+
+    def _loop(self):
+        while not self.stop_ev.is_set():
+            self.sample()
+            self.stop_ev.wait(self.period)
+
+    def start(self):
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.stop_ev.set()
+        if self.thread is not None:
+            self.thread.join()
+        return self
+
+    def text(self):
+        """meta.txt's form, read back by devmem_table()."""
+        if self.used is None:
+            return "used_mib=n/a apps_mib=n/a apps=n/a"
+        return "used_mib=%d apps_mib=%d apps=%s" % (self.used, self.apps_mib or 0, self.apps_desc or "none")
+
+
+# ---------------------------------------------------------------- issue 22's workloads
+
+def step_processes_long(a, res, remaining):
+    """processes-long: N processes at once, each --long-bytes of 64 MiB calls (proc_batch: the ready/go
+    pipes); device memory sampled during every batch."""
+    ok = True
+    size = a.long_size
+    idle = DevMem().start()
+    idle.stop()
+    a.meta_extra.append("devmem: idle x0 before: %s; gpu_share=-" % idle.text())
+    for cipher in a.long_ciphers:
+        for n in a.long_procs:
+            vals = {"default": [], "gpuaes": []}
+            mems = {"default": DevMem(), "gpuaes": DevMem()}
+            for rnd in range(a.long_rounds):
+                for prov in ("default", "gpuaes"):
+                    left = remaining()
+                    if left < 3:
+                        log("processes-long: out of time")
+                        a.cut.add("processes-long")
+                        return False
+                    if a.svc_dir:
+                        svc_warm(a)  # every batch meets a running service (fresh-cold is the cold case)
+                    timeout = min(left, max(120.0, 30 + n * a.long_bytes / 2e9))
+                    mem = mems[prov]
+                    mem.stop_ev.clear()
+                    mem.start()
+                    try:
+                        r = proc_batch(a, prov, cipher, size, n, timeout, nbytes=a.long_bytes)
+                    finally:
+                        mem.stop()
+                    if r is None:
+                        log("processes-long: %s %s x%d round %d FAILED (see run.log)" % (prov, cipher, n, rnd + 1))
+                        ok = False
+                        continue
+                    vals[prov].append(r)
+                    log("processes-long: %s x%d %s/process round %d %-7s %7.2f GB/s  %.3f cpu s/GB  %.0f ms work, "
+                        "%.2f s spawn-to-exit, %.0f%% on GPU" % (cipher, n, size_label(a.long_bytes), rnd + 1, prov,
+                                                                 r["gbps"], r["cpu"], r["wall_ms"], r["total_s"],
+                                                                 100 * r["gpu_share"]))
+            for prov in ("default", "gpuaes"):
+                v = vals[prov]
+                if v:
+                    res.add("processes-long", cipher, "enc", size, 1, n, prov, median([x["gbps"] for x in v]),
+                            median([x["cpu"] for x in v]), median([x["wall_ms"] for x in v]))
+                    a.meta_extra.append("devmem: %s x%d %s: %s; gpu_share=%.0f%%"
+                                        % (cipher, n, prov, mems[prov].text(),
+                                           100 * median([x["gpu_share"] for x in v])))
+            res.write()
+    return ok
+
+
+def fresh_run(a, prov, cipher, timeout):
+    """One new load_proc: --fresh-bytes in 64 MiB calls.  Returns dict (wall_s spawn to exit, cpu_s of the
+    whole process, max_call_s, gpu_share) or None."""
+    cmd = [a.load_proc, "--provider", prov, "--cipher", cipher, "--dir", "enc", "--size", str(a.fresh_size),
+           "--bytes", str(a.fresh_bytes), "--provider-path", a.build_dir]
+    env = {k: v for k, v in os.environ.items() if k not in ("LOAD_PROC_READY_FD", "LOAD_PROC_GO_FD")}
+    forget_finished()
+    with tempfile.TemporaryFile() as of, tempfile.TemporaryFile() as ef:
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=of, stderr=ef, env=env)
+        rc, cpu = wait_rusage(p, timeout)
+        t1 = time.monotonic()
+        of.seek(0)
+        ef.seek(0)
+        out = of.read().decode(errors="replace")
+        err = ef.read().decode(errors="replace")
+    log_text("fresh load_proc %s %s (rc %s)" % (prov, cipher, rc), out + err if (rc != 0 or err) else "")
+    m = re.search(r"ok bytes=(\d+) .*gpu_bytes=(-?\d+) max_call_s=([\d.]+)", out)
+    if rc != 0 or not m:
+        return None
+    return {"wall_s": t1 - t0, "cpu_s": cpu, "max_call_s": float(m.group(3)),
+            "gpu_share": max(0, int(m.group(2))) / int(m.group(1))}
+
+
+def step_fresh(a, res, remaining, cold):
+    """fresh-warm / fresh-cold: one new process, --fresh-bytes in 64 MiB calls, wall time spawn to exit.
+    Service backend: warm = a gpuaesd running that has answered a job; cold = none running (stopped before
+    every run, either provider).  In-process backend: both are the same fresh process."""
+    wl = "fresh-cold" if cold else "fresh-warm"
+    ok = True
+    for cipher in a.fresh_ciphers:
+        runs = {"default": [], "gpuaes": []}
+        for i in range(a.fresh_runs):
+            for prov in ("default", "gpuaes"):
+                left = remaining()
+                if left < 3:
+                    log("%s: out of time" % wl)
+                    a.cut.add(wl)
+                    return False
+                if a.svc_dir:
+                    if cold:
+                        svc_stop(a)
+                    else:
+                        svc_warm(a)
+                r = fresh_run(a, prov, cipher, min(left, 120))
+                if r is None:
+                    log("%s: %s %s run %d FAILED (see run.log)" % (wl, prov, cipher, i + 1))
+                    ok = False
+                    continue
+                runs[prov].append(r)
+        line = []
+        for prov in ("default", "gpuaes"):
+            v = runs[prov]
+            if not v:
+                continue
+            wall = median([x["wall_s"] for x in v])
+            cpu = median([x["cpu_s"] for x in v]) if all(x["cpu_s"] is not None for x in v) else None
+            gb = a.fresh_bytes / 1e9
+            res.add(wl, cipher, "enc", a.fresh_size, 1, 1, prov, gb / wall, None if cpu is None else cpu / gb,
+                    wall * 1e3)
+            worst = max(x["max_call_s"] for x in v)
+            if cold:  # the longest single call of any run (the issue's target: no start-up wait above 5 ms)
+                res.add("fresh-cold-max-call", cipher, "enc", a.fresh_size, 1, 1, prov, None, None, worst * 1e3)
+            desc = "%s %s: wall %.1f ms median (%s), longest call %.1f ms (runs: %s), %.0f%% on the GPU" % (
+                cipher, prov, wall * 1e3, " ".join("%.0f" % (x["wall_s"] * 1e3) for x in v), worst * 1e3,
+                " ".join("%.1f" % (x["max_call_s"] * 1e3) for x in v), 100 * median([x["gpu_share"] for x in v]))
+            a.meta_extra.append("%s: %s" % (wl, desc))
+            line.append(desc)
+        for l in line:
+            log("%s: %s" % (wl, l))
+        res.write()
+    if cold:
+        svc_stop(a)  # the last run's service
+    return ok
 
 def make_file(path, size, chunk):
     with open(path, "wb") as f:
@@ -661,8 +973,12 @@ def cell_label(c):
     size = size_label(c["update_bytes"]) if c["update_bytes"] else ""
     if w == "threads":
         return "%s %s %s t=%s" % (c["cipher"], c["direction"], size, c["threads"])
-    if w == "processes":
+    if w in ("processes", "processes-long"):
         return "%s %s %s p=%s" % (c["cipher"], c["direction"], size, c["processes"])
+    if w in ("fresh-warm", "fresh-cold"):
+        return "%s new process, %s calls" % (c["cipher"], size)
+    if w == "fresh-cold-max-call":
+        return "%s longest %s call" % (c["cipher"], size)
     if w == "startup":
         if c["direction"] == "list":
             return "openssl list -providers"
@@ -693,7 +1009,69 @@ def geomean(v):
     return math.exp(sum(math.log(x) for x in v) / len(v)) if v else None
 
 
-def write_readme(out_dir, rows, meta_lines, plot_note):
+def readme_extra(cells, notes):
+    """README sections of issue 22's workloads, from load.csv's cells and meta.txt's lines (notes)."""
+    L = []
+    backend = next((l.split(":", 1)[1].strip() for l in notes if l.startswith("backend:")), "")
+    fresh = [c for c in cells if c["workload"] in ("fresh-warm", "fresh-cold", "fresh-cold-max-call")]
+    if fresh:
+        L += ["## Fresh processes (fresh-warm, fresh-cold)", "",
+              "One new `load_proc` per run encrypting 1 GiB (or meta.txt's plan) in 64 MiB calls; wall = spawn to "
+              "exit, gbps = bytes / wall, median of runs; longest call: the longest single EVP_CipherUpdate of "
+              "any run (the target: no call waits more than 5 ms on start-up)."]
+        if backend.startswith("service"):
+            L += ["Backend service: warm = a gpuaesd running that has answered a job; cold = none running "
+                  "(stopped before every run), so the process starts it (gpuaesd's own CPU time is not in cpu s/GB)."]
+        else:
+            L += ["Backend in-process: fresh-warm and fresh-cold are **the same measurement**, a fresh process "
+                  "that starts its own GPU (CUDA inside it); there is no service to warm or stop."]
+        L += ["", "| workload | cipher | default | gpuaes | ratio |", "|---|---|---:|---:|---:|"]
+        for c in fresh:
+            L.append("| %s | %s | %s | %s | %s |" % (c["workload"], cell_label(c), value_str(c["d"]),
+                                                    value_str(c["g"]), fmt(c["ratio"], 2) or "-"))
+        det = [l for l in notes if l.startswith("fresh-warm:") or l.startswith("fresh-cold:")]
+        if det:
+            L += [""] + ["- " + l for l in det]
+        L.append("")
+    if any(c["workload"] == "processes-long" for c in cells):
+        L += ["## Device memory (processes-long)", "",
+              "nvidia-smi sampled every 0.5 s during each batch: the largest memory.used (all of the host's GPUs) "
+              "and the largest sum of the compute apps' used_memory (by process name: gpuaesd, load_proc). n/a: no "
+              "GPU (nvidia-smi answered nothing). The target: <= 1.5 GiB in all with 16 client processes.", ""]
+        L += devmem_table(notes)
+        L.append("")
+    return L
+
+
+DEVMEM = re.compile(r"^devmem: (\S+) x(\d+) (\S+): used_mib=(\S+) apps_mib=(\S+) apps=(.*); gpu_share=(\S+)$")
+
+
+def devmem_table(notes):
+    """meta.txt's devmem lines as a table per process count (the largest over ciphers first), then per cell."""
+    rec = [m.groups() for m in (DEVMEM.match(l) for l in notes) if m]
+    if not rec:
+        return ["n/a (not recorded)"]
+    L = ["| processes | provider | memory.used, largest (MiB) | compute apps, largest (MiB) |", "|---:|---|---:|---:|"]
+    idle = [r for r in rec if r[1] == "0"]
+    if idle:
+        L.append("| idle, before | - | %s | %s |" % (idle[0][3], idle[0][4]))
+    cells = [r for r in rec if r[1] != "0"]
+    for n in sorted({int(r[1]) for r in cells}):
+        for prov in ("default", "gpuaes"):
+            rs = [r for r in cells if int(r[1]) == n and r[2] == prov]
+            if not rs:
+                continue
+            u = [int(r[3]) for r in rs if r[3].isdigit()]
+            ap = [int(r[4]) for r in rs if r[4].isdigit()]
+            L.append("| %d | %s | %s | %s |" % (n, prov, max(u) if u else "n/a", max(ap) if ap else "n/a"))
+    L += ["", "| cell | provider | memory.used (MiB) | compute apps (MiB) | apps at their largest | bytes on the GPU |",
+          "|---|---|---:|---:|---|---:|"]
+    for r in cells:
+        L.append("| %s x%s | %s | %s | %s | %s | %s |" % (r[0], r[1], r[2], r[3], r[4], r[5], r[6]))
+    return L
+
+
+def write_readme(out_dir, rows, meta_lines, plot_note, notes=()):
     cells = cells_with_ratio(rows)
     L = ["# Load matrix: gpuaes against the default provider", ""]
     L += ["    " + m for m in meta_lines]
@@ -702,7 +1080,9 @@ def write_readme(out_dir, rows, meta_lines, plot_note):
           "timing); processes: N processes at once, GB/s of all bytes over the slowest one's time, gpuaes's GPU "
           "start-up timed unless meta.txt's plan says otherwise, median of rounds; startup: whole `openssl` processes, median wall time (gbps = file bytes / "
           "wall); speed: `openssl speed` (without -elapsed its figure is per CPU second). cpu s/GB = CPU "
-          "core-seconds per 10^9 bytes (process CPU, every thread; speed/startup: the whole child process).", ""]
+          "core-seconds per 10^9 bytes (process CPU, every thread; speed/startup: the whole child process). "
+          "processes-long: as processes, many GiB per process, the GPU (or the service) started as a user meets "
+          "it; fresh-*: see below.", ""]
     if plot_note:
         L += [plot_note, ""]
     else:
@@ -725,8 +1105,9 @@ def write_readme(out_dir, rows, meta_lines, plot_note):
             c["workload"], cell_label(c), value_str(c["d"]), value_str(c["g"]),
             "**%.2f**" % c["ratio"] if c["ratio"] is not None and c["ratio"] < 1 else fmt(c["ratio"], 2) or "-",
             cd, cg))
+    L += [""] + readme_extra(cells, list(notes))
     with open(os.path.join(out_dir, "README.md"), "w") as f:
-        f.write("\n".join(L) + "\n")
+        f.write("\n".join(L).rstrip("\n") + "\n")
 
 
 def print_table(rows, n=25):
@@ -734,10 +1115,10 @@ def print_table(rows, n=25):
     cells.sort(key=sort_key)
     print("\ngpuaes/default, worst first (%d cells; %d below 1.0; README.md has them all):"
           % (len(cells), sum(1 for c in cells if c["ratio"] < 1)))
-    print("%-14s %-40s %12s %12s %7s" % ("workload", "cell", "default", "gpuaes", "ratio"))
+    print("%-19s %-40s %12s %12s %7s" % ("workload", "cell", "default", "gpuaes", "ratio"))
     shown = cells if len(cells) <= n + 5 else cells[:n]
     for c in shown:
-        print("%-14s %-40s %12s %12s %7.2f" % (c["workload"], cell_label(c), value_str(c["d"]), value_str(c["g"]),
+        print("%-19s %-40s %12s %12s %7.2f" % (c["workload"], cell_label(c), value_str(c["d"]), value_str(c["g"]),
                                                c["ratio"]))
     if len(shown) < len(cells):
         print("... %d more; best: %s" % (len(cells) - len(shown), ", ".join(
@@ -745,7 +1126,7 @@ def print_table(rows, n=25):
     for w in WORKLOADS:
         rs = [c["ratio"] for c in cells if c["workload"] == w]
         if rs:
-            print("%-14s %3d cells: geo-mean %.2f, worst %.2f, best %.2f, below 1: %d"
+            print("%-19s %3d cells: geo-mean %.2f, worst %.2f, best %.2f, below 1: %d"
                   % (w, len(rs), geomean(rs), min(rs), max(rs), sum(1 for x in rs if x < 1)))
     sys.stdout.flush()
 
@@ -780,16 +1161,23 @@ def plot_heatmap(out_dir, rows):
     for t in tcounts:
         m = [[R.get(("threads", ci, d, str(s), str(t), "1")) for s in tsizes] for ci, d in tcells]
         panels.append(("threads = %d" % t, ["%s %s" % k for k in tcells], [size_label(s) for s in tsizes], m))
-    pr = [c for c in cells if c["workload"] == "processes"]
-    if pr:
+    for pw in ("processes", "processes-long"):
+        pr = [c for c in cells if c["workload"] == pw]
+        if not pr:
+            continue
         psizes = sorted({isz(c) for c in pr})
         prow = []
         for c in sorted(pr, key=lambda c: (c["cipher"], int(c["processes"]))):
             k = (c["cipher"], c["processes"])
             if k not in prow:
                 prow.append(k)
-        m = [[R.get(("processes", ci, "enc", str(s), "1", n)) for s in psizes] for ci, n in prow]
-        panels.append(("processes (update size)", ["%s x%s" % k for k in prow], [size_label(s) for s in psizes], m))
+        m = [[R.get((pw, ci, "enc", str(s), "1", n)) for s in psizes] for ci, n in prow]
+        panels.append(("%s (update size)" % pw, ["%s x%s" % k for k in prow], [size_label(s) for s in psizes], m))
+    fr = [c for c in cells if c["workload"].startswith("fresh-")]
+    if fr:
+        flab = ["%s %s" % (c["workload"].replace("fresh-", "").replace("-max-call", " longest call"), c["cipher"])
+                for c in fr]
+        panels.append(("fresh process", flab, ["ratio"], [[c["ratio"]] for c in fr]))
     su = [c for c in cells if c["workload"] == "startup"]
     if su:
         panels.append(("startup (whole process)", [cell_label(c).replace("openssl ", "") for c in su], ["ratio"],
@@ -851,7 +1239,7 @@ def plot_heatmap(out_dir, rows):
     return None
 
 
-def report(out_dir, meta_lines):
+def report(out_dir, meta_lines, notes=()):
     rows = read_csv(os.path.join(out_dir, "load.csv"))
     note = None
     try:
@@ -860,7 +1248,7 @@ def report(out_dir, meta_lines):
         note = "heatmap.png not written: %s: %s" % (type(e).__name__, e)
     if note:
         print("load_matrix: " + note, file=sys.stderr)
-    write_readme(out_dir, rows, meta_lines, note)
+    write_readme(out_dir, rows, meta_lines, note, notes)
     print_table(rows)
     return note is None
 
@@ -892,7 +1280,13 @@ def main():
     ap.add_argument("--out", help="output directory (default bench/results/<date>-<gpu>-load)")
     ap.add_argument("--quick", action="store_true", help="a smaller matrix, <= 60 s on the H200")
     ap.add_argument("--allow-no-gpu", action="store_true", help="run even when gpuaes has no GPU (its CPU fallback)")
-    ap.add_argument("--only", default=",".join(STEPS), help="steps: threads,processes,startup,speed")
+    ap.add_argument("--only", default=",".join(STEPS),
+                    help="steps: threads,processes,startup,speed (the default), and the opt-in "
+                         "processes-long,fresh-warm,fresh-cold (issue 22)")
+    ap.add_argument("--backend", choices=["inprocess", "service"],
+                    help="gpuaes's GPU backend (GPUAES_GPU_BACKEND for every process; default: the environment's, "
+                         "else inprocess). service: gpuaesd (BUILD/gpuaesd, or GPUAES_SERVICE_PATH) on a private "
+                         "socket directory under the run's temporary directory, stopped at the end")
     ap.add_argument("--max-seconds", type=float,
                     help="no measurement starts, and a running evp_bench stops, after this many seconds "
                          "(290; --quick 80): the CSV keeps what was measured, meta.txt says what was cut")
@@ -922,16 +1316,29 @@ def main():
     g.add_argument("--speed-sizes", type=int_list)
     g.add_argument("--speed-seconds", type=int)
     g.add_argument("--speed-repeats", type=int, help="runs per provider and cell, alternated; the median is kept")
+    g = ap.add_argument_group("processes-long (load_proc; opt-in)")
+    g.add_argument("--long-procs", type=int_list, help="process counts (1,4,16)")
+    g.add_argument("--long-ciphers", help="AES-128-CTR,AES-256-GCM,AES-256-ECB")
+    g.add_argument("--long-bytes", type=parse_size, help="work per process (10G; --quick 512M)")
+    g.add_argument("--long-size", type=parse_size, help="update size (64M)")
+    g.add_argument("--long-rounds", type=int, help="rounds, alternated; the median is kept (2; --quick 1)")
+    g = ap.add_argument_group("fresh-warm, fresh-cold (one new load_proc; opt-in)")
+    g.add_argument("--fresh-ciphers", help="AES-256-CTR,AES-256-GCM")
+    g.add_argument("--fresh-bytes", type=parse_size, help="work of the process (1G)")
+    g.add_argument("--fresh-size", type=parse_size, help="update size (64M)")
+    g.add_argument("--fresh-runs", type=int, help="runs per provider, alternated; the median is kept (5; --quick 2)")
     ap.add_argument("--openssl", default=shutil.which("openssl") or "openssl")
     a = ap.parse_args()
 
     if a.report:
-        meta = []
+        meta, notes = [], []
         mp = os.path.join(a.report, "meta.txt")
         if os.path.exists(mp):
             with open(mp) as f:
-                meta = [l.rstrip("\n") for l in f if l.split(":")[0] in ("commit", "date", "gpu", "cpu", "command")]
-        report(a.report, meta)
+                allm = [l.rstrip("\n") for l in f]
+            meta = [l for l in allm if l.split(":")[0] in ("commit", "date", "gpu", "cpu", "command", "backend")]
+            notes = allm
+        report(a.report, meta, notes)
         return 0
 
     full = dict(threads=[1, 4, 16, 32], sizes=[16 << 10, 256 << 10, 1 << 20, 8 << 20, 64 << 20],
@@ -940,12 +1347,17 @@ def main():
                 proc_bytes=1 << 30, rounds=5, max_seconds=400,
                 startup_sizes=[1 << 10, 1 << 20, 64 << 20, 1 << 30], startup_runs=7, startup_big_runs=5,
                 speed_ciphers="AES-128-CTR,AES-256-GCM", speed_sizes=[16, 16384, 67108864], speed_seconds=1,
-                speed_repeats=3)
-    quick = dict(full, threads=[1, 16], sizes=[16 << 10, 1 << 20, 64 << 20], min_time=0.05, warmup=0.02,
+                speed_repeats=3,
+                long_procs=[1, 4, 16], long_ciphers="AES-128-CTR,AES-256-GCM,AES-256-ECB", long_bytes=10 << 30,
+                long_size=64 << 20, long_rounds=2,
+                fresh_ciphers="AES-256-CTR,AES-256-GCM", fresh_bytes=1 << 30, fresh_size=64 << 20, fresh_runs=5)
+    quick = dict(full, long_bytes=512 << 20, long_rounds=1, fresh_runs=2,
+                 threads=[1, 16], sizes=[16 << 10, 1 << 20, 64 << 20], min_time=0.05, warmup=0.02,
                  procs=[1, 16], proc_sizes=[64 << 20], proc_bytes=256 << 20, max_seconds=80,
                  startup_sizes=[1 << 10, 64 << 20], startup_runs=3, rounds=3,
                  speed_ciphers="AES-128-CTR", speed_sizes=[16384, 67108864], speed_repeats=1)
     preset = quick if a.quick else full
+    max_seconds_given = a.max_seconds is not None
     for k, v in preset.items():
         if getattr(a, k) is None:
             setattr(a, k, v)
@@ -958,19 +1370,34 @@ def main():
         a.cells = list(THREAD_CELLS)
     a.proc_ciphers = [x.strip().upper() for x in a.proc_ciphers.split(",") if x.strip()]
     a.speed_ciphers = [x.strip().upper() for x in a.speed_ciphers.split(",") if x.strip()]
+    a.long_ciphers = [x.strip().upper() for x in a.long_ciphers.split(",") if x.strip()]
+    a.fresh_ciphers = [x.strip().upper() for x in a.fresh_ciphers.split(",") if x.strip()]
     a.only = [x.strip() for x in a.only.split(",") if x.strip()]
     for s in a.only:
-        if s not in STEPS:
+        if s not in STEPS + EXTRA_STEPS:
             ap.error("--only: unknown step %s" % s)
-    if a.rounds < 1 or a.repeats < 1 or a.startup_runs < 1 or a.startup_big_runs < 1:
-        ap.error("--rounds, --repeats, --startup-runs: at least 1")
+    if a.rounds < 1 or a.repeats < 1 or a.startup_runs < 1 or a.startup_big_runs < 1 or a.long_rounds < 1 \
+            or a.fresh_runs < 1:
+        ap.error("--rounds, --repeats, --startup-runs, --long-rounds, --fresh-runs: at least 1")
+    for nm in ("long_size", "fresh_size"):
+        v = getattr(a, nm)
+        if v % 16 or v > (1 << 30):
+            ap.error("--%s: a multiple of 16, at most 1G" % nm.replace("_", "-"))
+    env_backend = os.environ.get("GPUAES_GPU_BACKEND", "").strip().lower()
+    a.backend_given = a.backend is not None
+    if a.backend is None:
+        a.backend = "service" if env_backend == "service" else "inprocess"
 
     a.build_dir = os.path.abspath(a.build_dir)
     a.evp_bench = os.path.join(a.build_dir, "bench", "evp_bench")
     a.load_proc = os.path.join(a.build_dir, "bench", "load_proc")
     a.cnf_example = os.path.join(root, "openssl.cnf.example")
+    a.gpuaesd = os.environ.get("GPUAES_SERVICE_PATH") or os.path.join(a.build_dir, "gpuaesd")
+    a.svc_dir = None  # the service's private socket directory (service backend), set below
     lines, est = plan(a)
     total = sum(est.values())
+    if not max_seconds_given:  # the default steps' limit as before, plus room for the opt-in ones
+        a.max_seconds += 1.5 * sum(v for k, v in est.items() if k in EXTRA_STEPS)
     print("load_matrix plan (%s):" % ("--quick" if a.quick else "full"), file=sys.stderr)
     for l in lines:
         print("  " + l, file=sys.stderr)
@@ -979,10 +1406,11 @@ def main():
     if a.plan:
         return 0
 
-    missing = [p for p in (os.path.join(a.build_dir, "gpuaes.so"), a.evp_bench, a.load_proc) if not os.path.exists(p)]
+    missing = [p for p in (os.path.join(a.build_dir, "gpuaes.so"), a.evp_bench, a.load_proc) +
+               ((a.gpuaesd,) if a.backend == "service" else ()) if not os.path.exists(p)]
     if missing:
-        print("load_matrix: not built: %s (cmake --build %s --target gpuaes evp_bench load_proc)"
-              % (", ".join(missing), a.build_dir), file=sys.stderr)
+        print("load_matrix: not built: %s (cmake --build %s --target gpuaes evp_bench load_proc%s)"
+              % (", ".join(missing), a.build_dir, " gpuaesd" if a.backend == "service" else ""), file=sys.stderr)
         return 2
 
     gpu_name, driver = gpu_info()
@@ -998,6 +1426,13 @@ def main():
     LOG = open(os.path.join(a.out, "run.log"), "w")
     a.tmp = tempfile.mkdtemp(prefix="gpuaes-load-")
     a.cleanup = [a.tmp]
+    # The backend reaches every process through the environment (the default provider's arm ignores it).
+    if a.backend_given:
+        os.environ["GPUAES_GPU_BACKEND"] = a.backend
+    if a.backend == "service":
+        a.svc_dir = os.path.join(a.tmp, "svc")
+        os.mkdir(a.svc_dir, 0o700)
+        os.environ["GPUAES_SERVICE_DIR"] = a.svc_dir
     a.meta_extra = []
     a.cut = set()
     a.evp_stdout = ""
@@ -1036,6 +1471,9 @@ def main():
             "command: %s" % cmdline]
     env_knobs = ["%s=%s" % (k, v) for k, v in sorted(os.environ.items()) if k.startswith("GPUAES_")]
     meta.append("environment: %s" % (" ".join(env_knobs) or "no GPUAES_* variables"))
+    meta.append("backend: %s" % (
+        "service (GPUAES_GPU_BACKEND=service; gpuaesd %s, private socket directory, stopped at the end)" % a.gpuaesd
+        if a.backend == "service" else "inprocess (CUDA inside each gpuaes process)"))
 
     def write_meta(extra_status=""):
         with open(os.path.join(a.out, "meta.txt"), "w") as f:
@@ -1080,7 +1518,9 @@ def main():
     interrupted = False
     try:
         for step, fn in (("threads", step_threads), ("processes", step_processes), ("startup", step_startup),
-                         ("speed", step_speed)):
+                         ("speed", step_speed), ("processes-long", step_processes_long),
+                         ("fresh-warm", lambda a, res, rem: step_fresh(a, res, rem, False)),
+                         ("fresh-cold", lambda a, res, rem: step_fresh(a, res, rem, True))):
             if step not in a.only:
                 continue
             t0 = time.monotonic()
@@ -1102,19 +1542,24 @@ def main():
                     pass
     finally:
         res.write()
+        try:
+            svc_stop(a)  # the service this run started, if any (its socket directory is in a.tmp)
+        except Exception as e:
+            log("stopping gpuaesd: %s: %s" % (type(e).__name__, e))
         for d in a.cleanup:
             shutil.rmtree(d, ignore_errors=True)
     took = elapsed()
     failed = [k for k, v in status.items() if not v and k not in a.cut]
     st = "interrupted" if interrupted else ("FAILED: " + ",".join(failed) if failed else "ok")
     if a.cut:
-        st += "; cut short by --max-seconds %.0f: %s" % (a.max_seconds, ",".join(k for k in STEPS if k in a.cut))
+        st += "; cut short by --max-seconds %.0f: %s" % (a.max_seconds, ",".join(k for k in STEPS + EXTRA_STEPS
+                                                                                 if k in a.cut))
     summary = "status: %s; %.0f s (estimate %.0f s); %d rows" % (st, took, total, len(res.rows))
     write_meta(summary)
     log(summary)
     LOG.flush()
     print("load_matrix: %s -> %s" % (summary, a.out))
-    report(a.out, meta[:4] + [meta[6], summary])  # the table, last on stdout
+    report(a.out, meta[:4] + [meta[6], meta[8], summary], [meta[8]] + a.meta_extra)  # the table, last on stdout
     print("(files: %s)" % ", ".join(sorted(os.listdir(a.out))), file=sys.stderr)
     LOG.close()
     return 0 if (not interrupted and not failed and not a.cut) else 1

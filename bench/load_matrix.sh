@@ -4,11 +4,14 @@
 # and `openssl speed`.  Builds nothing: build first, e.g.
 #
 #   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_TESTING=OFF
-#   cmake --build build -j16 --target gpuaes evp_bench load_proc
+#   cmake --build build -j16 --target gpuaes evp_bench load_proc gpuaesd
 #   bash bench/load_matrix.sh --build-dir build [--out DIR] [--quick] [--plan] [--allow-no-gpu]
 #
 # Writes DIR/load.csv, heatmap.png, README.md, meta.txt, run.log (default DIR:
 # bench/results/<date>-<gpu>-load).  ~230 s on the H200 (--quick: ~50 s).
+# Issue 22's opt-in workloads, per backend ~160 s on the H200 (--quick ~25 s):
+#   bash bench/load_matrix.sh --build-dir build --only processes-long,fresh-warm,fresh-cold \
+#        --backend inprocess|service --out DIR
 # Options: bench/load_matrix.py --help.  PYTHON=... picks the interpreter.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
