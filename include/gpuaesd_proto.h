@@ -123,6 +123,12 @@ typedef struct gpuaesd_job_reply {
     uint8_t ghash[16];       /* GCM ops: Y of out[0..done)'s ciphertext (gpuaes_job.ghash) */
 } gpuaesd_job_reply;
 
+enum gpuaesd_gpu_up {
+    GPUAESD_GPU_STARTING = 0,    /* the GPU layer's initialisation is under way (jobs: BUSY) */
+    GPUAESD_GPU_READY = 1,       /* a usable GPU */
+    GPUAESD_GPU_NONE = 2         /* initialised, no usable GPU (jobs: BUSY) */
+};
+
 typedef struct gpuaesd_status_reply {
     gpuaesd_hdr hdr;
     uint32_t service_pid;
@@ -139,6 +145,8 @@ typedef struct gpuaesd_status_reply {
     uint64_t register_failed;     /* registrations that failed (those clients are served through staging) */
     uint64_t jobs_direct;         /* of jobs_gpu, run by DMA straight from the segment */
     uint64_t bytes_direct;        /* their done */
+    uint32_t gpu_up;         /* GPUAESD_GPU_*: whether jobs can run on a GPU now */
+    uint32_t reserved;       /* 0 */
     char gpu[160];           /* gpuaes_gpu_state(), NUL-terminated */
 } gpuaesd_status_reply;
 

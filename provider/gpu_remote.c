@@ -247,9 +247,13 @@ static int remote_available(void)
 }
 
 /* For explicit questions (the gpu-available parameter, tests): waits for a
- * start under way (at most START_MS). */
+ * start under way (at most START_MS), and then, connected, for the service's
+ * own GPU start-up (its status; at most START_MS more), so that "available"
+ * means that jobs can run on a GPU, as in process. */
 static int remote_wait(void)
 {
+    gpuaesd_status_reply st;
+    long long until;
     int up;
 
     pthread_mutex_lock(&R.mu);
@@ -258,7 +262,13 @@ static int remote_wait(void)
         pthread_cond_wait(&R.cv, &R.mu);
     up = atomic_load(&R.state) == R_UP;
     pthread_mutex_unlock(&R.mu);
-    return up;
+    for (until = now_ms() + START_MS; up && now_ms() < until; usleep(5000)) {
+        if (gpuaesd_query_status(R.dir[0] ? R.dir : NULL, &st, DIAL_MS) != 0)
+            return 0;
+        if (st.gpu_up != GPUAESD_GPU_STARTING)
+            return st.gpu_up == GPUAESD_GPU_READY;
+    }
+    return 0;
 }
 
 static int remote_started(void) { return atomic_load(&R.state) == R_UP; }

@@ -17,7 +17,7 @@ _Static_assert(sizeof(gpuaesd_job_reply) == 88, "gpuaesd_job_reply");
  * 240; both ends insist on the exact size, so a client and a service of
  * different builds see a STATUS_REPLY of the other size as malformed (jobs
  * are unchanged: no version bump). */
-_Static_assert(sizeof(gpuaesd_status_reply) == 272, "gpuaesd_status_reply");
+_Static_assert(sizeof(gpuaesd_status_reply) == 280, "gpuaesd_status_reply");
 
 static size_t type_size(enum gpuaesd_type t)
 {
@@ -140,5 +140,6 @@ int gpuaesd_check_status_reply(const void *msg, size_t n)
     if (gpuaesd_check_hdr(msg, n, GPUAESD_STATUS_REPLY) != 0)
         return -1;
     memcpy(&r, msg, sizeof(r));
-    return memchr(r.gpu, '\0', sizeof(r.gpu)) != NULL ? 0 : -1;
+    return memchr(r.gpu, '\0', sizeof(r.gpu)) != NULL && r.gpu_up <= GPUAESD_GPU_NONE && r.reserved == 0
+           ? 0 : -1;
 }

@@ -97,6 +97,8 @@ void gpuaesd_status_fill(gpuaesd_status_reply *st)
     st->register_failed = atomic_load(&n_register_failed);
     st->jobs_direct = atomic_load(&n_jobs_direct);
     st->bytes_direct = atomic_load(&n_bytes_direct);
+    st->gpu_up = !gpuaes_gpu_started() ? GPUAESD_GPU_STARTING
+                 : gpuaes_gpu_available() ? GPUAESD_GPU_READY : GPUAESD_GPU_NONE;
     strncpy(st->gpu, gpuaes_gpu_state(), sizeof(st->gpu) - 1);
 }
 
