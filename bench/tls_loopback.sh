@@ -9,12 +9,14 @@
 # close, for S seconds) and bulk MB/s (fetches of a --bulk-mib file: the
 # server encrypts 16 KiB records, the client decrypts).  The arms alternate
 # A B, B A, ... per measurement; medians over the rounds, ratio gpuaes/default
-# (issue 21's target: >= 0.97).  Builds nothing; ~2.5 min, --quick ~35 s.
+# (issue 21's target: >= 0.97), and the per-round ratios of the two adjacent
+# measurements (their median and range: the noise).  Builds nothing; ~2 min,
+# --quick ~30 s.
 #
 #   cmake --build build --target gpuaes tls_client
 #   bash bench/tls_loopback.sh --build-dir build --out DIR [--quick]
 #
-# --rounds N (7; quick 3), --seconds S per measurement (1; quick 0.5),
+# --rounds N (11; quick 5), --seconds S per measurement (0.6; quick 0.3),
 # --bulk-mib M (64), --suites LIST (comma list of 1.3:SUITE or 1.2:CIPHER).
 # Without BUILD/bench/tls_client it is compiled with cc into a temporary folder.
 # Writes DIR/tls.csv (every measurement), DIR/summary.csv, DIR/README.md (the
@@ -50,8 +52,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -z "$build" ] || [ -z "$out" ]; then echo "tls_loopback: --build-dir and --out are required" >&2; usage; fi
-[ -n "$rounds" ] || rounds=$([ $quick = 1 ] && echo 3 || echo 7)
-[ -n "$seconds" ] || seconds=$([ $quick = 1 ] && echo 0.5 || echo 1)
+# Many short measurements rather than a few long ones: on a shared host a
+# burst of other load then spoils a few pairs, not the median.
+[ -n "$rounds" ] || rounds=$([ $quick = 1 ] && echo 5 || echo 11)
+[ -n "$seconds" ] || seconds=$([ $quick = 1 ] && echo 0.3 || echo 0.6)
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die2 "--rounds: '$rounds' is not a positive whole number"
 [[ $seconds =~ ^[0-9]*\.?[0-9]+$ ]] || die2 "--seconds: '$seconds' is not a number"
 [[ $bulk_mib =~ ^[1-9][0-9]*$ ]] || die2 "--bulk-mib: '$bulk_mib' is not a positive whole number"
@@ -149,7 +153,12 @@ for s in "${suite_list[@]}"; do
     fetched=$(grep -o "fetch $gcm: provider [a-z]*" "$work/check.cli" || true)
     echo "TLS $v $suite, $arm arm: client ${fetched:-no fetch line}; server [${srv:-no gpuaes}]; client [${cli:-no gpuaes}]" >>"$verify"
     cat "$work/check.cli" "$work/check-$arm.err" >>"$log"
-    if [ "$arm" = gpuaes ]; then
+    if [ "$arm" = gpuaes ] && [ -z "$srv$cli" ] && [[ $fetched == *gpuaes ]] \
+       && grep -q '^gpuaes: loaded' "$work/check-$arm.err" && grep -q '^gpuaes: loaded' "$work/check.cli"; then
+      # A gpuaes.so from before the count (bfb4f24): the fetch is all we can see.
+      echo "  (this gpuaes.so does not count contexts: only its loading and the fetch are checked)" >>"$verify"
+      echo "tls_loopback: warning: $build/gpuaes.so predates the context count; gpuaes's use is not checked" >&2
+    elif [ "$arm" = gpuaes ]; then
       [[ $srv == *" $gcm "* && $cli == *" $gcm "* && $fetched == *gpuaes ]] \
         || { echo "tls_loopback: TLS $v $suite: gpuaes did not serve $gcm in the gpuaes arm (see $verify)" >&2; fail=1; }
     else
@@ -227,36 +236,48 @@ done
 
 # ---- Medians, ratio, table.
 awk -F, -v out="$out" -v rounds="$rounds" -v secs="$seconds" -v mib="$bulk_mib" '
-function median(key,   n, i, j, t, a) {
+function median(key,   n, i, j, t, a) {   # of val[key, 1..cnt[key]]
   n = cnt[key]
   for (i = 1; i <= n; i++) a[i] = val[key, i]
   for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+  lo = a[1]; hi = a[n]
   if (n == 0) return ""
   return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 NR > 1 {
-  key = $2 "," $3 "," $4 "," $5
-  val[key, ++cnt[key]] = $6
   row = $2 "," $3 "," $4
+  key = row "," $5
+  val[key, ++cnt[key]] = $6
+  one[row "," $1 "," $5] = $6
   if (!(row in seen)) { seen[row] = 1; order[++nrows] = row }
 }
 END {
   sum = out "/summary.csv"; md = out "/README.md"
-  print "tls,suite,metric,default,gpuaes,ratio,n" > sum
+  print "tls,suite,metric,default,gpuaes,ratio,paired_median,paired_min,paired_max,rounds" > sum
   print "# TLS over loopback, default vs gpuaes (bench/tls_loopback.sh)\n" > md
-  printf "Medians of %d alternated measurements of %s s; handshakes/s (new connection, full handshake),\n", rounds, secs > md
-  printf "bulk MB/s (fetches of a %d MiB file, 10^6 bytes/s); ratio = gpuaes/default (target >= 0.97).\n", mib > md
-  print "Host, commit and the check that gpuaes served the ciphers: meta.txt, verify.txt.\n" > md
-  print "| TLS | suite | metric | default | gpuaes | ratio |" > md
-  print "|---|---|---|---:|---:|---:|" > md
+  printf "Medians of %d alternated measurements of %s s: handshakes/s (new connection, full handshake,\n", rounds, secs > md
+  printf "clean close) and bulk MB/s (fetches of a %d MiB file, 10^6 bytes/s). ratio = gpuaes/default of\n", mib > md
+  print "the medians (target >= 0.97); paired = the rounds\x27 ratios of two adjacent measurements, median [min, max]." > md
+  print "Host, commit, and the check that gpuaes served the ciphers: meta.txt, verify.txt.\n" > md
+  print "| TLS | suite | metric | default | gpuaes | ratio | paired [min, max] |" > md
+  print "|---|---|---|---:|---:|---:|---:|" > md
   for (i = 1; i <= nrows; i++) {
     split(order[i], f, ",")
     d = median(order[i] ",default"); g = median(order[i] ",gpuaes")
+    pk = order[i] ",paired"; cnt[pk] = 0
+    for (r = 1; r <= rounds; r++) {
+      a = one[order[i] "," r ",default"]; b = one[order[i] "," r ",gpuaes"]
+      if (a > 0 && b != "") val[pk, ++cnt[pk]] = b / a
+    }
+    pm = median(pk)
     ratio = (d > 0 && g != "") ? sprintf("%.3f", g / d) : ""
     flag = (ratio != "" && ratio + 0 < 0.97) ? " (below 0.97)" : ""
     unit = f[3] == "handshakes" ? "handshakes/s" : "MB/s"
-    printf "%s,%s,%s,%s,%s,%s,%d\n", f[1], f[2], f[3], d, g, ratio, cnt[order[i] ",gpuaes"] > sum
-    printf "| %s | %s | %s | %.1f | %.1f | %s%s |\n", f[1], f[2], unit, d, g, ratio, flag > md
+    paired = pm == "" ? "" : sprintf("%.3f [%.3f, %.3f]", pm, lo, hi)
+    printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%d\n", f[1], f[2], f[3], d, g, ratio,
+      pm == "" ? "" : sprintf("%.4f", pm), pm == "" ? "" : sprintf("%.4f", lo),
+      pm == "" ? "" : sprintf("%.4f", hi), cnt[pk] > sum
+    printf "| %s | %s | %s | %.1f | %.1f | %s%s | %s |\n", f[1], f[2], unit, d, g, ratio, flag, paired > md
   }
 }' "$csv"
 sed -n '/^| TLS/,$p' "$out/README.md"
