@@ -92,13 +92,14 @@ fi
 conf=$work/gpuaes.cnf
 sed "s#^module = .*#module = $build/gpuaes.so#" "$root/openssl.cnf.example" >"$conf"
 cp "$conf" "$out/gpuaes.cnf"
-arm_env() {   # arm -> env arguments
+arm_env_of() {   # ARM -> $arm_env, env's arguments for its processes
   case $1 in
-    default) echo "-u OPENSSL_CONF" ;;
-    gpuaes) echo "OPENSSL_CONF=$conf" ;;
+    default) arm_env=(-u OPENSSL_CONF) ;;
+    gpuaes) arm_env=("OPENSSL_CONF=$conf") ;;
   esac
 }
-run_arm() { local arm=$1; shift; env $(arm_env "$arm") "$@"; }
+# run_arm ARM [VAR=value ...] COMMAND...: COMMAND in ARM's environment.
+run_arm() { local arm_env; arm_env_of "$1"; shift; env "${arm_env[@]}" "$@"; }
 
 # Throwaway EC P-256 certificate (ECDSA handshakes: the cheap, common case, so
 # per-connection costs of the AES contexts weigh the most), and the bulk file.
@@ -110,10 +111,11 @@ head -c 4096 /dev/urandom >"$work/small.bin"
 bulk_bytes=$((bulk_mib << 20))
 
 # start_server ARM TAG [s_server options...]: a server in $work; sets $port
-# and $server_pid.  $server_env: more environment (VAR=value ...).
+# and $server_pid.  $server_env: one more VAR=value (or empty).
 start_server() {
   local arm=$1 tag=$2; shift 2
-  (cd "$work" && exec env $(arm_env "$arm") ${server_env:-} openssl s_server -accept 0 -4 -cert cert.pem -key key.pem \
+  arm_env_of "$arm"
+  (cd "$work" && exec env "${arm_env[@]}" ${server_env:+"$server_env"} openssl s_server -accept 0 -4 -cert cert.pem -key key.pem \
      -WWW "$@" </dev/null >"$work/$tag.out" 2>"$work/$tag.err") &
   server_pid=$!
   pids+=("$server_pid")
@@ -143,7 +145,7 @@ for s in "${suite_list[@]}"; do
   v=${s%%:*}; suite=${s#*:}; gcm=$(suite_gcm "$suite")
   for arm in default gpuaes; do
     server_env=GPUAES_DEBUG=1 start_server "$arm" "check-$arm" -naccept 1
-    env $(arm_env "$arm") GPUAES_DEBUG=1 "$client" --connect "127.0.0.1:$port" --tls "$v" --suite "$suite" \
+    run_arm "$arm" GPUAES_DEBUG=1 "$client" --connect "127.0.0.1:$port" --tls "$v" --suite "$suite" \
       --fetch /small.bin --expect 4096 --seconds 0.001 </dev/null >"$work/check.cli" 2>&1 || true
     for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
     kill "$server_pid" 2>/dev/null || true   # a client that failed leaves it waiting
@@ -177,7 +179,8 @@ commit=${GPUAES_COMMIT:-$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unkn
   echo "commit: $commit"
   echo "host: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
   echo "openssl: $(openssl version)"
-  echo "gpuaes: $(run_arm gpuaes openssl list -providers 2>/dev/null | sed -n 's/^ *name: gpuaes/gpuaes/p')"
+  echo "gpuaes (openssl list -providers, a fresh process): $(run_arm gpuaes openssl list -providers 2>/dev/null \
+    | sed -n 's/^ *name: gpuaes: //p')"
   echo "certificate: EC P-256 (ECDSA), key exchange: OpenSSL's default group (X25519)"
   echo "plan: $rounds rounds x ${#suite_list[@]} suites x {handshakes, bulk} x {default, gpuaes}, $seconds s each; bulk file $bulk_mib MiB"
   env | grep '^GPUAES_' | sed 's/^/env: /' || true
