@@ -126,7 +126,7 @@ FAMILY_CARRY(gcm)
     { OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,                                   \
       (void (*)(void))f##_settable_ctx_params }
 
-/* Cipher contexts made, per variant, counted only under debug (free
+/* Cipher contexts made (newctx; dups not counted), per variant, counted only under debug (free
  * otherwise): the last teardown's debug line says which ciphers a program
  * really ran through gpuaes (bench/tls_loopback.sh checks its TLS runs so). */
 static _Atomic unsigned long long made[V_COUNT];
