@@ -126,12 +126,49 @@ FAMILY_CARRY(gcm)
     { OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,                                   \
       (void (*)(void))f##_settable_ctx_params }
 
+/* Cipher contexts made (newctx; dups not counted), per variant, counted only under debug (free
+ * otherwise): the last teardown's debug line says which ciphers a program
+ * really ran through gpuaes (bench/tls_loopback.sh checks its TLS runs so). */
+static _Atomic unsigned long long made[V_COUNT];
+
+static void count_made(size_t v)
+{
+    if (gpuaes_debug_enabled())
+        atomic_fetch_add_explicit(&made[v], 1, memory_order_relaxed);
+}
+
+static void debug_made(void)
+{
+    char line[512];
+    size_t n = 0;
+
+    if (!gpuaes_debug_enabled())
+        return;
+    line[0] = '\0';
+    for (size_t v = 0; v < V_COUNT && n < sizeof(line); v++) {
+        unsigned long long k = atomic_load_explicit(&made[v], memory_order_relaxed);
+        int w;
+
+        if (k == 0)
+            continue;
+        w = snprintf(line + n, sizeof(line) - n, " %s %llu", gpuaes_variants[v].name, k);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
+    gpuaes_debug("cipher contexts made:%s", n > 0 ? line : " none");
+}
+
 /* get_params has no context to find the core by: its errors (a malformed
  * parameter) stay on the linked libcrypto's queue under a foreign core. */
 #define VARIANT_DISPATCH(id, name, mode, keylen, family)                      \
     static void *id##_newctx(void *provctx)                                  \
     {                                                                         \
-        return family##_newctx(provctx, &gpuaes_variants[V_##id]);           \
+        void *r = family##_newctx(provctx, &gpuaes_variants[V_##id]);        \
+                                                                              \
+        if (r != NULL)                                                        \
+            count_made(V_##id);                                              \
+        return r;                                                             \
     }                                                                         \
     static void *id##_newctx_c(void *provctx)                                \
     {                                                                         \
@@ -346,8 +383,10 @@ static void gpuaes_teardown(void *provctx)
                      launches, jobs);
     fallback_unload(prov);
     OPENSSL_free(prov);
-    if (atomic_fetch_sub(&instances, 1) == 1)
+    if (atomic_fetch_sub(&instances, 1) == 1) {
+        debug_made();
         gpu()->shutdown();
+    }
 }
 
 static const OSSL_DISPATCH provider_functions[] = {

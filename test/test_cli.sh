@@ -83,6 +83,10 @@ GPUAES_DEBUG=1 "${OPENSSL[@]}" enc "${G[@]}" -aes-128-ctr -K "$K128" -iv "$IV" -
     -out "$T/dbg" 2> "$T/dbglog" || fail "enc with GPUAES_DEBUG=1"
 [ -s "$T/dbglog" ] || fail "GPUAES_DEBUG=1 printed nothing"
 cmp -s "$T/dbg" "$T/ref.aes-128-ctr" || fail "enc with GPUAES_DEBUG=1 differs"
+# Its last line counts the contexts made per cipher (bench/tls_loopback.sh
+# relies on it to tell that gpuaes served a program's ciphers).
+grep -Eq "cipher contexts made:.* AES-128-CTR [1-9]" "$T/dbglog" \
+    || fail "GPUAES_DEBUG=1 did not count the AES-128-CTR context"
 if [ "$GPU" = "--gpu" ]; then
     echo "--- GPUAES_DEBUG=1 log of a 5 MiB aes-128-ctr (GPUAES_OFFLOAD_MIN_BYTES=${GPUAES_OFFLOAD_MIN_BYTES:-unset}):"
     head -20 "$T/dbglog"
