@@ -49,7 +49,8 @@
  * the rest start on the CPU, and a lone thread is never held.
  *
  * An estimate not yet measured is measured: an unknown CPU rate sends the
- * call to the CPU, an unknown GPU rate to the GPU.  The path that loses is
+ * call to the CPU (a GCM message start measures it first instead:
+ * dispatch_cpu_claim), an unknown GPU rate to the GPU.  The path that loses is
  * tried again ("explored") by time, not by call count, either way: once its
  * estimate is EXPLORE_MIN_NS old and either older than the kind's explore
  * gap or sampled under a load (threads making large calls) at least twice
@@ -409,6 +410,16 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
     } else if (exploring == (int)kind * 2 + 1) {
         exploring = -1;                /* a partial job: no sample */
     }
+}
+
+int dispatch_cpu_claim(offload_kind kind, size_t keylen)
+{
+    estimate *e = &cpu_est[kind][key_index(keylen)];
+    uint64_t at = 0;
+
+    return load_u64(&e->ns) == 0
+        && atomic_compare_exchange_strong_explicit(&e->at, &at, dispatch_now_ns(), memory_order_relaxed,
+                                                   memory_order_relaxed);
 }
 
 uint64_t dispatch_backoffs(void)

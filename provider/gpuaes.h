@@ -141,6 +141,10 @@ int dispatch_gpu_begin(void);
 void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int busy_at_start,
                       uint64_t ns);
 uint64_t dispatch_backoffs(void);
+/* 1 for the one caller that is to measure the CPU estimate of (kind, keylen)
+ * now (none yet, none claimed): it times a sample and reports it with
+ * dispatch_cpu_done.  For GCM, whose message start commits the message. */
+int dispatch_cpu_claim(offload_kind kind, size_t keylen);
 #ifdef GPUAES_TEST_HOOKS
 /* Model tests (test/test_dispatch_model.c): nonzero, the time dispatch sees;
  * the usable cores in force (set > 0: replaced). */
