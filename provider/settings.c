@@ -123,7 +123,7 @@ static const knob knobs[] = {
                PROV(service_timeout_ms)),
     /* A job goes to the service in pieces of this size, pipelined
      * (gpu_remote.c): copy-in, service and copy-out of different pieces overlap. */
-    SIZE_KNOB("service_chunk", "GPUAES_SERVICE_CHUNK", 64 * K_, 64 * K_ * K_, 4 * K_ * K_,
+    SIZE_KNOB("service_chunk", "GPUAES_SERVICE_CHUNK", 64 * K_, 64 * K_ * K_, 16 * K_ * K_,
               PROV(service_chunk)),
     COUNT_KNOB("device", "GPUAES_DEVICE", 0, GPUAES_DEVICE_MAX, 0, GPU(device)),
     { "fault", "GPUAES_FAULT", KNOB_ENUM, GPUAES_FAULT_NONE, GPUAES_FAULT_SYNC, GPUAES_FAULT_NONE,
