@@ -276,21 +276,49 @@ static int remote_started(void) { return atomic_load(&R.state) == R_UP; }
 /* The service answers BUSY for an op its GPU cannot run. */
 static int remote_supports(gpuaes_op op) { (void)op; return remote_available(); }
 
+/* What the user's gpuaesd says of itself, asked without starting anything
+ * (its STATUS: a connection of its own, no hello): "gpuaesd serving (pid,
+ * clients, GPU)" or "no gpuaesd running". */
+static void service_said(char *buf, size_t n)
+{
+    static const char *const up[] = { "its GPU starting: ", "", "" };
+    gpuaesd_status_reply st;
+
+    if (R.disabled || gpuaesd_query_status(R.dir[0] ? R.dir : NULL, &st, DIAL_MS) != 0) {
+        snprintf(buf, n, "no gpuaesd running");
+        return;
+    }
+    snprintf(buf, n, "gpuaesd serving: pid %u, %u client(s) now, %s%s", st.service_pid,
+             st.clients > 0 ? st.clients - 1 : 0, up[st.gpu_up <= GPUAESD_GPU_NONE ? st.gpu_up : 2],
+             st.gpu);
+}
+
+/* For `openssl list -providers -verbose` (the provider's name): this
+ * process's connection and the service's own state; never starts either. */
 static const char *remote_state(void)
 {
-    static _Thread_local char buf[256];
+    static _Thread_local char buf[512];
+    char said[300];
 
+    service_said(said, sizeof(said));
     switch (atomic_load(&R.state)) {
-    case R_UP: return "service: connected";
-    case R_STARTING: return "service: starting";
+    case R_UP:
+        snprintf(buf, sizeof(buf), "service: connected; %s", said);
+        break;
+    case R_STARTING:
+        snprintf(buf, sizeof(buf), "service: connecting; %s", said);
+        break;
     case R_DOWN:
         pthread_mutex_lock(&R.mu);
-        snprintf(buf, sizeof(buf), "service: unavailable (%s), on the CPU", R.why);
+        snprintf(buf, sizeof(buf), "service: unavailable (%s), on the CPU; %s", R.why, said);
         pthread_mutex_unlock(&R.mu);
-        return buf;
+        break;
     default:
-        return R.disabled ? "service: GPU disabled" : "service: not started";
+        snprintf(buf, sizeof(buf), "service: %s; %s",
+                 R.disabled ? "GPU disabled" : "not connected (connects after gpu_start_bytes of GPU-worthy work)",
+                 said);
     }
+    return buf;
 }
 
 static const char *remote_description(void)

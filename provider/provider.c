@@ -245,7 +245,7 @@ static const OSSL_PARAM *gpuaes_gettable_params(void *provctx)
  */
 static const char *provider_name(void)
 {
-    static _Thread_local char buf[320];
+    static _Thread_local char buf[600];
 
     snprintf(buf, sizeof(buf), "gpuaes: AES on NVIDIA GPUs through CUDA [%s]", gpu()->state());
     return buf;

@@ -98,10 +98,9 @@ static const knob knobs[] = {
     BOOL_KNOB("debug", "GPUAES_DEBUG", 0, DEBUG_SWITCH),
     { "offload_min_bytes", "GPUAES_OFFLOAD_MIN_BYTES", KNOB_SIZE, 0, SIZE_MAX - 1, SIZE_MAX,
       "the per-operation thresholds", NULL, PROV(offload_min_bytes) },
-    /* 2 GiB: a quarter of a second of one AES-NI core, about the GPU start-up's
-     * own length: a process that ends sooner would only wait for it (DESIGN). */
-    SIZE_KNOB("gpu_start_bytes", "GPUAES_GPU_START_BYTES", 0, SIZE_MAX, 2 * K_ * K_ * K_,
-              PROV(gpu_start_bytes)),
+    /* Unset (SIZE_MAX): per backend, settings_load. */
+    { "gpu_start_bytes", "GPUAES_GPU_START_BYTES", KNOB_SIZE, 0, SIZE_MAX - 1, SIZE_MAX,
+      "the backend's default", NULL, PROV(gpu_start_bytes) },
     BOOL_KNOB("keystream", "GPUAES_KEYSTREAM", 1, PROV(ks_enabled)),
     SIZE_KNOB("keystream_ramp_bytes", "GPUAES_KEYSTREAM_RAMP_BYTES", 0, SIZE_MAX, 256 * K_,
               PROV(ks_ramp)),
@@ -362,6 +361,14 @@ void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_par
     for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
         knob_load_one(prov, core_get_params, &knobs[i]);
 
+    /* In process, 2 GiB: a quarter of a second of one AES-NI core, about the
+     * GPU start-up's own length: a process that ends sooner would only wait
+     * for it (DESIGN).  With the service nothing waits and the process owns
+     * no CUDA: 8 MiB (H200, a fresh process of 1 GiB in 64 MiB calls with a
+     * cold service: 1.13-1.22x the default provider, its longest call 14-22
+     * ms against the default's 22-45: bench/results/2026-11-24-h200/service-step3). */
+    if (prov->gpu_start_bytes == SIZE_MAX)
+        prov->gpu_start_bytes = prov->gpu_backend == GPU_BACKEND_SERVICE ? 8 * K_ * K_ : 2 * K_ * K_ * K_;
     prov->offload_min_set = prov->offload_min_bytes != SIZE_MAX;
     for (int k = 0; k < OFFLOAD_KINDS; k++)
         prov->offload_min[k] = prov->offload_min_set ? prov->offload_min_bytes : offload_defaults[k];

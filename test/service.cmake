@@ -109,3 +109,8 @@ gpuaes_test(NAME diff_service_failmid_emu COMMAND ${_svc_run} served $<TARGET_FI
 # the CPU (and are not sent again for a moment), the rest through the service.
 gpuaes_test(NAME kat_service_nogcm_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_kat> --gpu
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} GPUAES_EMU_NO_GCM=1 TIMEOUT 120)
+# `openssl list -providers -verbose` in service mode: the service's state,
+# nothing started by asking.
+add_test(NAME service_list_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service_list.sh
+  $<TARGET_FILE:gpuaesd_emu> ${CMAKE_BINARY_DIR}/emu)
+set_tests_properties(service_list_emu PROPERTIES LABELS "emu;service" TIMEOUT 60)

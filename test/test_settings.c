@@ -411,6 +411,36 @@ static void test_cnf(void)
     printf("ok  openssl.cnf: bad values named, defaults kept, the environment wins\n");
 }
 
+/* gpu_start_bytes: its default depends on the backend (in process 2 GiB, with
+ * the service 8 MiB); a value set wins with either. */
+static void test_start_bytes(void)
+{
+    static const struct { const char *backend, *set, *want; } cases[] = {
+        { NULL, NULL, "2048M" }, { "inprocess", NULL, "2048M" }, { "service", NULL, "8M" },
+        { "service", "1M", "1M" }, { "inprocess", "1M", "1M" }, { "service", "4G", "4096M" },
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        loaded l;
+
+        if (cases[i].backend != NULL)
+            setenv("GPUAES_GPU_BACKEND", cases[i].backend, 1);
+        if (cases[i].set != NULL)
+            setenv("GPUAES_GPU_START_BYTES", cases[i].set, 1);
+        if (load(&l, NULL))
+            CHECKF(has_setting(&l, "gpu_start_bytes", cases[i].want) && l.errors[0] == '\0',
+                   "backend %s, GPUAES_GPU_START_BYTES=%s: want gpu_start_bytes=%s in %s (errors: %s)",
+                   cases[i].backend ? cases[i].backend : "(unset)", cases[i].set ? cases[i].set : "(unset)",
+                   cases[i].want, l.settings, l.errors);
+        else
+            CHECKF(0, "load failed");
+        unload(&l);
+        unsetenv("GPUAES_GPU_BACKEND");
+        unsetenv("GPUAES_GPU_START_BYTES");
+    }
+    printf("ok  gpu_start_bytes defaults per backend\n");
+}
+
 int main(void)
 {
     module_dir = getenv("GPUAES_MODULE_DIR");
@@ -426,5 +456,6 @@ int main(void)
     test_bools();
     test_ranges();
     test_cnf();
+    test_start_bytes();
     return test_report("settings");
 }
