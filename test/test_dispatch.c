@@ -69,13 +69,16 @@ int main(int argc, char **argv)
     static const unsigned char key[16] = "dispatch-key-01", iv[16] = "dispatch-iv-0001";
     int slow = argc > 1 && strcmp(argv[1], "--slow") == 0;
     int fail = argc > 1 && strcmp(argv[1], "--fail") == 0;
-    unsigned char *in = malloc(LEN), *a = malloc(LEN), *b = malloc(LEN);
+    unsigned char *in, *a, *b;
     test_env env;
     EVP_CIPHER *g, *d;
     uint64_t bytes0, errors0, backoffs0, bytes, errors, backoffs;
 
     if (argc > 1 && strcmp(argv[1], "--gcm-first") == 0)
         return gcm_first();
+    in = malloc(LEN);
+    a = malloc(LEN);
+    b = malloc(LEN);
     if (in == NULL || a == NULL || b == NULL || (!slow && !fail) || !test_env_open(&env))
         return 1;
     test_require_gpu(&env);
