@@ -114,3 +114,14 @@ gpuaes_test(NAME kat_service_nogcm_emu COMMAND ${_svc_run} served $<TARGET_FILE:
 add_test(NAME service_list_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service_list.sh
   $<TARGET_FILE:gpuaesd_emu> ${CMAKE_BINARY_DIR}/emu)
 set_tests_properties(service_list_emu PROPERTIES LABELS "emu;service" TIMEOUT 60)
+# Four client processes, the service SIGKILLed at a random point; one process
+# of four threads, the service SIGSTOPped for 1.5 s (jobs time out at 300 ms
+# and finish on the CPU, the service is left alone for its back-off, then
+# used again): every output still right.
+gpuaes_test(NAME diff_service_killed4_emu COMMAND ${_svc_run} killed4 $<TARGET_FILE:test_diff>
+  --threads 2 --iterations 128 --max-bytes 1M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 180)
+gpuaes_test(NAME diff_service_stopped_emu COMMAND ${_svc_run} stopped $<TARGET_FILE:test_diff>
+  --threads 4 --iterations 48 --max-bytes 1M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=0
+  GPUAES_SERVICE_TIMEOUT_MS=300 ${_svc_small} TIMEOUT 180)

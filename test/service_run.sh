@@ -9,6 +9,11 @@
 # bounded time (ctest's timeout), and no service may answer afterwards.
 # "killed": the service is SIGKILLed once it has answered jobs, mid-run; the command must
 # still pass (jobs in flight complete on the CPU; a new service may start).
+# "killed4": four copies of the command at once, the service SIGKILLed at a
+# random point (0-400 ms) after its first job; every copy must pass.
+# "stopped": the service is SIGSTOPped once it has answered jobs, for 1.5 s,
+# then continued: the jobs in flight time out (run it with a short
+# GPUAES_SERVICE_TIMEOUT_MS) and complete on the CPU; the command must pass.
 set -u
 
 SERVICE=$1
@@ -32,6 +37,39 @@ pid_of() {
 }
 
 export GPUAES_GPU_BACKEND=service GPUAES_SERVICE_PATH=$SERVICE GPUAES_SERVICE_DIR=$DIR
+if [ "$EXPECT" = killed4 ] || [ "$EXPECT" = stopped ]; then
+    copies=1; [ "$EXPECT" = killed4 ] && copies=4
+    pids=()
+    for i in $(seq $copies); do GPUAES_TEST_SEED=$((RANDOM + i)) "$@" > "$TMP/out.$i" 2>&1 & pids+=($!); done
+    victim=
+    for _ in $(seq 500); do
+        if "$SERVICE" --socket-dir "$DIR" --status 2>/dev/null | grep -q '^jobs: [1-9]'; then
+            victim=$(pid_of)
+            break
+        fi
+        sleep 0.02
+    done
+    [ -n "$victim" ] || { echo "service_run: no service served"; cat "$TMP"/out.*; exit 1; }
+    if [ "$EXPECT" = killed4 ]; then
+        sleep "0.$(printf '%03d' $((RANDOM % 400)))"
+        running=0
+        for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && running=$((running + 1)); done
+        kill -KILL "$victim"
+        echo "service_run: killed gpuaesd $victim with $running of $copies clients running"
+        [ $running -gt 0 ] || { echo "service_run: every copy ended before the kill (make the run longer)"; exit 1; }
+    else
+        kill -STOP "$victim"
+        echo "service_run: stopped gpuaesd $victim for 1.5 s"
+        sleep 1.5
+        kill -CONT "$victim"
+    fi
+    rc=0
+    for i in $(seq $copies); do
+        wait "${pids[$((i - 1))]}" || { echo "service_run: copy $i failed:"; tail -20 "$TMP/out.$i"; rc=1; }
+    done
+    [ $rc = 0 ] && echo "service_run: ok ($copies copies passed across the $EXPECT service)"
+    exit $rc
+fi
 if [ "$EXPECT" = killed ]; then
     "$@" & test_pid=$!
     victim=
