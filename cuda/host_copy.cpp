@@ -1,48 +1,26 @@
-// host_copy.cpp - gpuaes_host_copy() and gpuaes_host_xor() (include/gpuaes_gpu.h):
-// the copy pool's parallel memcpy and keystream XOR for code outside the GPU
-// layer, i.e. the service backend's copies into and out of its shared segment
-// (provider/gpu_remote.c).  CPU only: the pool (copy_pool.cpp,
-// copy_kernels.cpp, copy_load.cpp) makes no CUDA call, so an application in
-// service mode gets its copy threads without CUDA.
+// host_copy.cpp - gpuaes_host_copy() (include/gpuaes_gpu.h): the copy pool's
+// parallel memcpy for code outside the GPU layer, i.e. the service backend's
+// copies into and out of its shared segment (provider/gpu_remote.c).  CPU
+// only: the pool (copy_pool.cpp, copy_kernels.cpp, copy_load.cpp) makes no
+// CUDA call, so an application in service mode gets its copy threads
+// without CUDA.
 #include <atomic>
 
 #include "copy_pool.h"
 #include "gpu_settings.h"
 
-namespace {
-
-// The copy_stream knob, read once.
-bool stream_allowed()
-{
-    static std::atomic<int> s_stream{-1};
-    int st = s_stream.load(std::memory_order_relaxed);
-    if (st < 0) {
-        st = gpuaes::gpu_settings().copy_stream != 0;
-        s_stream.store(st, std::memory_order_relaxed);
-    }
-    return st != 0;
-}
-
-} // namespace
-
 extern "C" void gpuaes_host_copy(void *dst, const void *src, size_t n, int stream)
 {
     using namespace gpuaes;
+    static std::atomic<int> s_stream{-1}; // the copy_stream knob, read once
+    int st = s_stream.load(std::memory_order_relaxed);
+    if (st < 0) {
+        st = gpu_settings().copy_stream != 0;
+        s_stream.store(st, std::memory_order_relaxed);
+    }
     copy_pool_enter();
     CopyTask t;
-    copy_start(&t, dst, src, n, stream && stream_allowed() ? kCopyStream : 0);
-    copy_wait(&t);
-    copy_pool_leave();
-}
-
-// CTR through gpuaesd: the keystream in the segment is wiped as it is read
-// (kCopyWipe: one store per line while it is in L1).
-extern "C" void gpuaes_host_xor(void *dst, const void *src, void *ks, size_t n, int stream)
-{
-    using namespace gpuaes;
-    copy_pool_enter();
-    CopyTask t;
-    copy_start_xor(&t, dst, src, ks, n, kCopyWipe | (stream && stream_allowed() ? kCopyStream : 0));
+    copy_start(&t, dst, src, n, stream && st ? kCopyStream : 0);
     copy_wait(&t);
     copy_pool_leave();
 }

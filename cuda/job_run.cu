@@ -28,8 +28,6 @@ int kmode_of(gpuaes_op op)
     case GPUAES_CFB128_DECRYPT: return KM_CFB_DEC;
     case GPUAES_GCM_ENCRYPT:
     case GPUAES_GCM_DECRYPT: return KM_CTR32; // + GHASH (Pipeline::gh_)
-    case GPUAES_CTR128_KEYSTREAM: return KM_CTR128; // keystream only (Pipeline::ks_only_)
-    case GPUAES_CTR32_KEYSTREAM: return KM_CTR32;
     }
     return -1;
 }
@@ -75,9 +73,8 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
     std::memcpy(job->iv_end, job->iv, 16);
 
     const int kmode = kmode_of(job->op);
-    const bool ks_only = job->op == GPUAES_CTR128_KEYSTREAM || job->op == GPUAES_CTR32_KEYSTREAM;
     if (kmode < 0 || job->key == nullptr || job->len % 16 != 0 ||
-        (job->len != 0 && ((job->in == nullptr && !ks_only) || job->out == nullptr))) {
+        (job->len != 0 && (job->in == nullptr || job->out == nullptr))) {
         job->status = GPUAES_FAILED;
         std::snprintf(job->error, sizeof job->error, "invalid job: bad op, key, buffers or length");
         return;
@@ -103,8 +100,7 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
     // in[] and out[] in one registered range (gpuaesd's client segment):
     // DMA straight from and to it, no staging copies; unregistration waits
     // for this job.
-    // A keystream job reads no input: only out[] must be registered.
-    DirectUse direct(ks_only ? job->out : job->in, job->out, job->len);
+    DirectUse direct(job->in, job->out, job->len);
     Slot *slot = take_slot(job); // sets the status when there is none
     if (slot == nullptr) return;
     job->direct = direct.ok() ? 1 : 0;

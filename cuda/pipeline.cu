@@ -73,12 +73,10 @@ class Pipeline {
         gh_ = job->op == GPUAES_GCM_ENCRYPT ? GhashOver::out : job->op == GPUAES_GCM_DECRYPT ? GhashOver::in
                                                                                           : GhashOver::none;
         if (gh_ != GhashOver::none) gcm_.set_h(job->h);
-        ks_only_ = job->op == GPUAES_CTR128_KEYSTREAM || job->op == GPUAES_CTR32_KEYSTREAM;
-        share_ = ks_only_ ? nullptr : job->cpu_share; // no input for a share to read
+        share_ = job->cpu_share;
         cpu_from_ = job->len;
         // Direct: the input goes to the GPU by DMA anyway, and no host pass is left.
-        // Keystream only: the keystream is the output (direct: the D2H writes out[]).
-        ks_out_ = ks_only_ || (!direct_ && (kmode == KM_CTR128 || kmode == KM_CTR32) && gh_ == GhashOver::none);
+        ks_out_ = !direct_ && (kmode == KM_CTR128 || kmode == KM_CTR32) && gh_ == GhashOver::none;
         if (trace_this_job()) trace_.begin(job->len / first_ + 2);
     }
 
@@ -194,8 +192,7 @@ class Pipeline {
         // Keystream chunks copy nothing in: the copy-out's XOR reads in[].
         // Direct ones neither: their H2D reads in[].
         lane_of(in_).used = true;
-        copy_start(&f.copy, lane_of(in_).host, ks_out_ || direct_ ? nullptr : job_->in + f.off,
-                   ks_out_ || direct_ ? 0 : f.n, 0);
+        copy_start(&f.copy, lane_of(in_).host, job_->in + f.off, ks_out_ || direct_ ? 0 : f.n, 0);
         ++in_;
         return true;
     }
@@ -244,9 +241,9 @@ class Pipeline {
         // the kernel read from the lane's pinned buffer.
         const unsigned flags = kCopyUrgent | kCopyWipe | (stream_out_ ? kCopyStream : 0);
         unsigned char *const zc_input = f.result != l.host ? l.host : nullptr;
-        if (ks_out_ && !ks_only_)
+        if (ks_out_)
             copy_start_xor(&f.copy, job_->out + off_of(i), job_->in + off_of(i), f.result, len_of(i), flags);
-        else // direct: the D2H wrote out[] already; keystream only: a plain copy
+        else // direct: the D2H wrote out[] already
             copy_start(&f.copy, job_->out + off_of(i), f.result, direct_ ? 0 : len_of(i), flags, zc_input);
         ++out_;
         return true;
@@ -487,7 +484,6 @@ class Pipeline {
     int64_t idle_since_ = 0; // mono_ns() when the loop last found nothing to do (0: it did something)
     bool stream_out_ = true;
     bool ks_out_ = false; // CTR: the GPU stage makes keystream, the copy-out XORs it with in[]
-    bool ks_only_ = false; // GPUAES_*_KEYSTREAM: ks_out_, and the keystream itself is the output (no in[])
     Fault fault_;
     size_t limit_ = SIZE_MAX;
     size_t in_ = 0, gpu_ = 0, out_ = 0, done_ = 0;

@@ -10,9 +10,7 @@
 // retirement.  CTR without GHASH needs no input on the GPU: its GPU stage
 // makes the chunk's keystream only (no copy-in, no H2D), and its copy-out
 // is out[] = in[] ^ keystream (four passes over host memory per byte
-// instead of six, and PCIe one way).  The keystream ops (gpuaesd's CTR)
-// are the same with the keystream itself copied out, or, direct, written to
-// out[] by the D2H; no input, no caller's share.  The calling thread drives the stages
+// instead of six, and PCIe one way).  The calling thread drives the stages
 // (a poll loop: no thread is woken per chunk) and copies parts itself when
 // nothing else is ready.
 //

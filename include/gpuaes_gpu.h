@@ -25,15 +25,7 @@ typedef enum gpuaes_op {
     /* GCM's bulk: GPUAES_CTR32 plus GHASH of the ciphertext (out[] when
      * encrypting, in[] when decrypting): job.h in, job.ghash out. */
     GPUAES_GCM_ENCRYPT,
-    GPUAES_GCM_DECRYPT,
-    /* The keystream alone: out[] = E(ctr), E(ctr+1), ... with GPUAES_CTR128's
-     * or GPUAES_CTR32's counter; in is ignored (may be NULL), job.cpu_share
-     * too (the GPU does it all).  For gpuaesd's clients, which XOR it with
-     * the application's data themselves (one host pass instead of two:
-     * provider/gpu_remote.c); out[] then holds keystream, a secret the
-     * caller wipes.  Direct when out[] is registered (the D2H writes it). */
-    GPUAES_CTR128_KEYSTREAM,
-    GPUAES_CTR32_KEYSTREAM
+    GPUAES_GCM_DECRYPT
 } gpuaes_op;
 
 /* Outcome of gpuaes_gpu_run(). */
@@ -274,11 +266,6 @@ void gpuaes_gpu_shutdown(void);
  */
 void gpuaes_host_copy(void *dst, const void *src, size_t n, int stream);
 void gpuaes_host_copy_stop(void);
-
-/* The same pool for dst = src ^ ks (n bytes; dst may equal src, in place;
- * ks overlaps neither), zeroing ks as it reads it (no extra pass): the
- * service backend's CTR, whose keystream the service wrote into ks. */
-void gpuaes_host_xor(void *dst, const void *src, void *ks, size_t n, int stream);
 
 /* ---- Keystream ahead: asynchronous CTR keystream windows (cuda/ks_windows.cu) ----
  *

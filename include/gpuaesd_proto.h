@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define GPUAESD_MAGIC   0x64616767u   /* "ggad" in memory order: g g a d */
-#define GPUAESD_VERSION 3u           /* 2: several jobs in flight (max_inflight); 3: keystream ops */
+#define GPUAESD_VERSION 2u           /* 2: several jobs in flight (max_inflight) */
 
 /* Jobs of one connection the service runs at once (HELLO_REPLY.max_inflight):
  * it reads no further request of that connection while so many run, so a
@@ -58,11 +58,7 @@ enum gpuaesd_op {
     GPUAESD_OP_CFB128_DECRYPT,
     GPUAESD_OP_GCM_ENCRYPT,
     GPUAESD_OP_GCM_DECRYPT,
-    /* The keystream of CTR128 / CTR32 written to out (gpuaes_gpu.h's
-     * GPUAES_*_KEYSTREAM): no input, so in_off must equal out_off. */
-    GPUAESD_OP_CTR128_KEYSTREAM,
-    GPUAESD_OP_CTR32_KEYSTREAM,
-    GPUAESD_OP_LAST = GPUAESD_OP_CTR32_KEYSTREAM
+    GPUAESD_OP_LAST = GPUAESD_OP_GCM_DECRYPT
 };
 
 /* Reply status. */
@@ -101,7 +97,7 @@ typedef struct gpuaesd_hello_reply {
 /*
  * One whole-block job (include/gpuaes_gpu.h, gpuaes_job) on the segment:
  * in[0..len) at in_off, out at out_off; out_off == in_off (in place) or the
- * two ranges disjoint (keystream ops: equal); len a non-zero multiple of 16.
+ * two ranges disjoint; len a non-zero multiple of 16.
  */
 typedef struct gpuaesd_job_req {
     gpuaesd_hdr hdr;
@@ -149,8 +145,6 @@ typedef struct gpuaesd_status_reply {
     uint64_t register_failed;     /* registrations that failed (those clients are served through staging) */
     uint64_t jobs_direct;         /* of jobs_gpu, run by DMA straight from the segment */
     uint64_t bytes_direct;        /* their done */
-    uint64_t jobs_keystream;      /* of jobs_gpu, keystream ops (the client XORs: CTR) */
-    uint64_t bytes_keystream;     /* their done */
     uint32_t gpu_up;         /* GPUAESD_GPU_*: whether jobs can run on a GPU now */
     uint32_t reserved;       /* 0 */
     char gpu[160];           /* gpuaes_gpu_state(), NUL-terminated */
@@ -170,8 +164,7 @@ int gpuaesd_check_hello(const void *msg, size_t n);
 /* Service side: 0 when the n bytes are a job request that is valid for a
  * segment of seg_size bytes: header, op, keylen, unused key bytes 0, len a
  * non-zero multiple of 16 and <= max_job, both ranges inside the segment
- * without overflow, out == in or disjoint (keystream ops: out == in).  -1
- * otherwise. */
+ * without overflow, out == in or disjoint.  -1 otherwise. */
 int gpuaesd_check_request(const void *msg, size_t n, uint64_t seg_size, uint64_t max_job);
 
 /* Client side: 0 when a job reply is well-formed and consistent with the

@@ -4,9 +4,7 @@
  * library.  A small pool of connections, each with its memfd segment: a job
  * is copied into a segment, run there by the service, and its output copied
  * out (the copies that pinned staging costs in-process).  Jobs longer than a
- * segment go in pieces.  CTR asks the service for the keystream alone and
- * XORs it with the application's input straight into its output: one host
- * pass instead of two, and PCIe one way.
+ * segment go in pieces.
  *
  * Nothing here blocks a caller on the service's start: a gpuaes-owned thread
  * connects (starting the service when none answers) while calls run on the
@@ -401,8 +399,6 @@ static uint32_t wire_op(gpuaes_op op)
     case GPUAES_CFB128_DECRYPT: return GPUAESD_OP_CFB128_DECRYPT;
     case GPUAES_GCM_ENCRYPT: return GPUAESD_OP_GCM_ENCRYPT;
     case GPUAES_GCM_DECRYPT: return GPUAESD_OP_GCM_DECRYPT;
-    case GPUAES_CTR128_KEYSTREAM: return GPUAESD_OP_CTR128_KEYSTREAM;
-    case GPUAES_CTR32_KEYSTREAM: return GPUAESD_OP_CTR32_KEYSTREAM;
     }
     return 0;
 }
@@ -462,7 +458,6 @@ typedef struct pipe_state {
     unsigned char next_iv[16];         /* and its state */
     size_t bytes_in_flight;
     int stop;                          /* a piece was not OK: post and copy in no more */
-    int ks;                            /* CTR: the service writes keystream, copy_out XORs */
 } pipe_state;
 
 static unsigned char *slot_of(pipe_state *ps, size_t n)
@@ -493,8 +488,7 @@ static void copy_in(pipe_state *ps)
     p->len = job->len - p->off < want ? job->len - p->off : want;
     p->replied = 0;
     memcpy(p->iv, ps->next_iv, 16);
-    if (!ps->ks)                       /* keystream pieces take no input */
-        gpuaes_host_copy(slot_of(ps, n), job->in + p->off, p->len, 0);
+    gpuaes_host_copy(slot_of(ps, n), job->in + p->off, p->len, 0);
     advance_state(job->op, ps->next_iv, job->in + p->off, p->len);
     ps->next_off += p->len;
     ps->n_in++;
@@ -509,7 +503,7 @@ static int post_next(pipe_state *ps)
     int rc;
 
     memset(&req, 0, sizeof(req));
-    req.op = wire_op(!ps->ks ? job->op : job->op == GPUAES_CTR128 ? GPUAES_CTR128_KEYSTREAM : GPUAES_CTR32_KEYSTREAM);
+    req.op = wire_op(job->op);
     req.keylen = (uint32_t)ps->k->keylen;
     memcpy(req.key, ps->k->key, ps->k->keylen);
     memcpy(req.iv, p->iv, 16);
@@ -554,10 +548,7 @@ static int copy_out(pipe_state *ps)
     size_t done = (size_t)p->rep.done;
 
     if (done > 0) {
-        if (ps->ks)                    /* out = in ^ keystream (in place too); the keystream zeroed as read */
-            gpuaes_host_xor(job->out + p->off, job->in + p->off, slot_of(ps, ps->n_out), done, 1);
-        else
-            gpuaes_host_copy(job->out + p->off, slot_of(ps, ps->n_out), done, 1);
+        gpuaes_host_copy(job->out + p->off, slot_of(ps, ps->n_out), done, 1);
         if (is_gcm(job->op)) {
             unsigned char hm[16];
 
@@ -575,16 +566,6 @@ static int copy_out(pipe_state *ps)
         return -1;
     ps->n_out++;
     return 0;
-}
-
-/* Keystream is secret: the XOR zeroes what it reads; the slots of pieces
- * posted and not (wholly) XORed (after a failure: the failed piece's rest,
- * which a direct job may have written past done, and the pieces drained
- * after it; a lost connection's in flight) are wiped here. */
-static void wipe_posted(pipe_state *ps)
-{
-    for (size_t n = ps->n_out; ps->ks && n < ps->n_sent; n++)
-        OPENSSL_cleanse(slot_of(ps, n), ps->p[n % ps->w].len);
 }
 
 /* Runs the job through connection r.  0: over (job->status set, r still
@@ -623,7 +604,6 @@ static int pipeline(pipe_state *ps)
         record(ps, &rep);
     }
     OPENSSL_cleanse(&rep, sizeof(rep));
-    wipe_posted(ps);
     if (!failed) {
         job->status = GPUAES_OK;
         return 0;
@@ -677,11 +657,7 @@ static void remote_run(gpuaes_job *job)
     ps->chunk = R.chunk < segn ? R.chunk : segn;
     ps->w = segn / ps->chunk < PIECES_MAX ? segn / ps->chunk : PIECES_MAX;
     memcpy(ps->next_iv, job->iv, 16);
-    ps->ks = job->op == GPUAES_CTR128 || job->op == GPUAES_CTR32;
     if (pipeline(ps) != 0) {
-        /* Abandoned (never read again): what a killed service wrote is
-         * wiped; a hung one may still write, until it unmaps. */
-        wipe_posted(ps);
         snprintf(job->error, sizeof(job->error), "gpuaesd gone or no answer within %u ms + 1 ms/MB",
                  R.timeout_ms);
         lost(r);

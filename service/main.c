@@ -74,8 +74,6 @@ static int print_status(const char *dir)
     printf("dma: %llu segments registered, %llu failed; %llu jobs direct (%llu bytes)\n",
            (unsigned long long)st.segments_registered, (unsigned long long)st.register_failed,
            (unsigned long long)st.jobs_direct, (unsigned long long)st.bytes_direct);
-    printf("keystream: %llu jobs (%llu bytes)\n", (unsigned long long)st.jobs_keystream,
-           (unsigned long long)st.bytes_keystream);
     printf("gpu: %s\n", st.gpu);
     return 0;
 }

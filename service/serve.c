@@ -44,7 +44,6 @@ static unsigned max_inflight = 4;      /* per client: gpuaesd_serve_init */
 
 static atomic_ullong n_total, n_refused, n_jobs, n_jobs_gpu, n_bytes_gpu, n_malformed;
 static atomic_ullong n_segs_registered, n_register_failed, n_jobs_direct, n_bytes_direct;
-static atomic_ullong n_jobs_ks, n_bytes_ks;    /* keystream ops (CTR: the client XORs) */
 static _Atomic uint64_t last_activity, started_ms;
 
 uint64_t gpuaesd_now_ms(void)
@@ -98,8 +97,6 @@ void gpuaesd_status_fill(gpuaesd_status_reply *st)
     st->register_failed = atomic_load(&n_register_failed);
     st->jobs_direct = atomic_load(&n_jobs_direct);
     st->bytes_direct = atomic_load(&n_bytes_direct);
-    st->jobs_keystream = atomic_load(&n_jobs_ks);
-    st->bytes_keystream = atomic_load(&n_bytes_ks);
     st->gpu_up = !gpuaes_gpu_started() ? GPUAESD_GPU_STARTING
                  : gpuaes_gpu_available() ? GPUAESD_GPU_READY : GPUAESD_GPU_NONE;
     strncpy(st->gpu, gpuaes_gpu_state(), sizeof(st->gpu) - 1);
@@ -294,8 +291,6 @@ static gpuaes_op op_of(uint32_t op)
         [GPUAESD_OP_CTR128] = GPUAES_CTR128, [GPUAESD_OP_CTR32] = GPUAES_CTR32,
         [GPUAESD_OP_CBC_DECRYPT] = GPUAES_CBC_DECRYPT, [GPUAESD_OP_CFB128_DECRYPT] = GPUAES_CFB128_DECRYPT,
         [GPUAESD_OP_GCM_ENCRYPT] = GPUAES_GCM_ENCRYPT, [GPUAESD_OP_GCM_DECRYPT] = GPUAES_GCM_DECRYPT,
-        [GPUAESD_OP_CTR128_KEYSTREAM] = GPUAES_CTR128_KEYSTREAM,
-        [GPUAESD_OP_CTR32_KEYSTREAM] = GPUAES_CTR32_KEYSTREAM,
     };
     return map[op];                    /* op was checked */
 }
@@ -306,7 +301,6 @@ static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
 {
     gpuaes_job job;
     gpuaes_key *key = gpuaes_key_new(r->key, r->keylen);
-    int ks;
 
     rep->status = GPUAESD_BUSY;
     if (key == NULL)
@@ -316,9 +310,7 @@ static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
     job.key = key;
     memcpy(job.iv, r->iv, 16);
     memcpy(job.h, r->h, 16);
-    /* Keystream ops read nothing (in_off == out_off, checked). */
-    ks = r->op == GPUAESD_OP_CTR128_KEYSTREAM || r->op == GPUAESD_OP_CTR32_KEYSTREAM;
-    job.in = ks ? NULL : c->seg + r->in_off;
+    job.in = c->seg + r->in_off;
     job.out = c->seg + r->out_off;
     job.len = (size_t)r->len;
     gpuaes_gpu_run(&job);
@@ -340,10 +332,6 @@ static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
     if (job.done != 0) {
         atomic_fetch_add(&n_jobs_gpu, 1);
         atomic_fetch_add(&n_bytes_gpu, job.done);
-    }
-    if (job.done != 0 && ks) {
-        atomic_fetch_add(&n_jobs_ks, 1);
-        atomic_fetch_add(&n_bytes_ks, job.done);
     }
     count_direct(&job);
     gpuaesd_wipe(&job, sizeof(job));

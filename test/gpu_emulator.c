@@ -265,19 +265,6 @@ void gpuaes_host_copy_stop(void)
 {
 }
 
-/* dst = src ^ ks, ks zeroed as read (the real one's contract: in place allowed). */
-void gpuaes_host_xor(void *dst, const void *src, void *ks, size_t n, int stream)
-{
-    unsigned char *d = dst, *k = ks;
-    const unsigned char *a = src;
-
-    (void)stream;
-    for (size_t i = 0; i < n; i++) {
-        d[i] = a[i] ^ k[i];
-        k[i] = 0;
-    }
-}
-
 
 /* The emulator's own library context: made on first use, freed at shutdown. */
 static OSSL_LIB_CTX *emu_libctx;
@@ -400,11 +387,6 @@ static void emu_ghash(unsigned char x[16], const emu_htab *T, const unsigned cha
     }
 }
 
-static int is_ks_op(gpuaes_op op) { return op == GPUAES_CTR128_KEYSTREAM || op == GPUAES_CTR32_KEYSTREAM; }
-
-/* GCM's inc32 for every counter op but the two 128-bit ones. */
-static int inc32_op(gpuaes_op op) { return op != GPUAES_CTR128 && op != GPUAES_CTR128_KEYSTREAM; }
-
 /* The counter n blocks on: GCM's inc32, or CTR's 128-bit add. */
 static void ctr_advance(unsigned char c[16], size_t n, int inc32)
 {
@@ -431,7 +413,7 @@ static void emu_xor(unsigned char *out, const unsigned char *a, const unsigned c
  * in and out may be the same. */
 static int chunk(gpuaes_job *job, size_t off, size_t len, unsigned char x[16], const emu_htab *T)
 {
-    const unsigned char *in = job->in != NULL ? job->in + off : NULL;   /* NULL: keystream ops */
+    const unsigned char *in = job->in + off;
     unsigned char *out = job->out + off, *tmp = malloc(len), next[16];
     int ok = tmp != NULL;
 
@@ -446,16 +428,12 @@ static int chunk(gpuaes_job *job, size_t off, size_t len, unsigned char x[16], c
     case GPUAES_CTR32:
     case GPUAES_GCM_ENCRYPT:
     case GPUAES_GCM_DECRYPT:
-    case GPUAES_CTR128_KEYSTREAM:
-    case GPUAES_CTR32_KEYSTREAM:
         for (size_t i = 0; i < len; i += 16) {
             memcpy(tmp + i, job->iv, 16);
-            ctr_advance(job->iv, 1, inc32_op(job->op));
+            ctr_advance(job->iv, 1, job->op != GPUAES_CTR128);
         }
         ok = ecb(job->key, 1, tmp, tmp, len);
-        if (ok && is_ks_op(job->op))
-            memcpy(out, tmp, len);
-        else if (ok)
+        if (ok)
             emu_xor(out, in, tmp, len);
         break;
     case GPUAES_CBC_DECRYPT:
@@ -558,7 +536,7 @@ static void emu_end_state(gpuaes_job *job)
         if (job->len >= 16)
             memcpy(job->iv_end, job->in + job->len - 16, 16);
     } else if (job->op != GPUAES_ECB_ENCRYPT && job->op != GPUAES_ECB_DECRYPT) {
-        ctr_advance(job->iv_end, job->len / 16, inc32_op(job->op));
+        ctr_advance(job->iv_end, job->len / 16, job->op != GPUAES_CTR128);
     }
 }
 
@@ -566,13 +544,12 @@ static void emu_run(gpuaes_job *job)
 {
     int fault = atomic_load(&emu_fault);
     /* An allocation failure ends the real job before anything runs. */
-    /* Keystream ops: no caller's share (no input for it). */
-    gpuaes_cpu_share_fn share = fault == GPUAES_FAULT_ALLOC || is_ks_op(job->op) ? NULL : job->cpu_share;
+    gpuaes_cpu_share_fn share = fault == GPUAES_FAULT_ALLOC ? NULL : job->cpu_share;
     int gcm = job->op == GPUAES_GCM_ENCRYPT || job->op == GPUAES_GCM_DECRYPT;
     int ctr = job->op == GPUAES_CTR128 || job->op == GPUAES_CTR32 || gcm;
     int chained = job->op == GPUAES_CBC_DECRYPT || job->op == GPUAES_CFB128_DECRYPT;
     unsigned char x[16] = { 0 }, xc[16];     /* GCM: GHASH (S) of the done prefix */
-    unsigned char yt[16] = { 0 }, ht[16], hk[16], y[16], st[16], iv0[16], chain[16] = { 0 };
+    unsigned char yt[16] = { 0 }, ht[16], hk[16], y[16], st[16], iv0[16], chain[16];
     size_t p, from, off = 0, nchunks, fail_at;
     uint64_t seed = 1;
     emu_htab *T = NULL;
@@ -612,8 +589,7 @@ static void emu_run(gpuaes_job *job)
     emu_end_state(job);
     memcpy(iv0, job->iv, 16);
     p = share != NULL ? emu_split(job->len, emu_rand(seed), fault != GPUAES_FAULT_NONE) : job->len;
-    if (chained)                              /* before the prefix overwrites it */
-        memcpy(chain, p >= 16 ? job->in + p - 16 : job->iv, 16);
+    memcpy(chain, p >= 16 ? job->in + p - 16 : job->iv, 16);   /* before the prefix overwrites it */
     nchunks = (p + EMU_CHUNK - 1) / EMU_CHUNK;
     /* A fault strikes the second chunk of a long prefix, else the first. */
     fail_at = fault == GPUAES_FAULT_NONE ? (size_t)-1
@@ -641,7 +617,7 @@ static void emu_run(gpuaes_job *job)
             memset(y, 0, 16);
             if (ctr) {
                 memcpy(st, iv0, 16);
-                ctr_advance(st, a / 16, inc32_op(job->op));
+                ctr_advance(st, a / 16, job->op != GPUAES_CTR128);
             } else if (chained) {
                 memcpy(st, a == p ? chain : job->in + a - 16, 16);
             }
@@ -682,8 +658,7 @@ static void emu_run(gpuaes_job *job)
 }
 
 static const char *const emu_op_names[] = { "ecb-enc", "ecb-dec", "ctr128", "ctr32", "cbc-dec",
-                                            "cfb-dec", "gcm-enc", "gcm-dec", "ctr128-keystream",
-                                            "ctr32-keystream" };
+                                            "cfb-dec", "gcm-enc", "gcm-dec" };
 static _Atomic unsigned long long emu_jobs[sizeof(emu_op_names) / sizeof(emu_op_names[0])];
 static pthread_once_t emu_report_once = PTHREAD_ONCE_INIT;
 static void emu_register_report(void);
@@ -777,8 +752,7 @@ static int emu_direct_take(const gpuaes_job *job)
 
     pthread_mutex_lock(&emu_range_lock);
     for (int i = 0; i < EMU_RANGES && slot < 0 && job->len != 0; i++)
-        if (emu_ranges[i].state == EMU_RANGE_LIVE
-            && emu_range_holds(&emu_ranges[i], is_ks_op(job->op) ? job->out : job->in, job->len)
+        if (emu_ranges[i].state == EMU_RANGE_LIVE && emu_range_holds(&emu_ranges[i], job->in, job->len)
             && emu_range_holds(&emu_ranges[i], job->out, job->len)) {
             emu_ranges[i].users++;
             slot = i;

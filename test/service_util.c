@@ -2,8 +2,7 @@
  * service_util.c - a gpuaesd for a test, and a job checked against the
  * default provider: ECB/CBC/CFB/CTR by their EVP ciphers; CTR32 (GCM's
  * inc32, random counters near the 2^32 wrap) by EVP ECB of the counter
- * blocks; the keystream ops as CTR128 / CTR32 of zeros (CTR128 counters
- * near the 2^128 wrap too); GCM by EVP AES-GCM with a 96-bit IV (no AAD): the output bit for
+ * blocks; GCM by EVP AES-GCM with a 96-bit IV (no AAD): the output bit for
  * bit, and the GHASH field Y = X_n * H (include/gpuaes_gpu.h, gpuaes_job)
  * from EVP's tag: T = E_K(J0) ^ (X_n ^ L) * H, so Y = T ^ E_K(J0) ^ L * H.
  */
@@ -167,13 +166,7 @@ void svc_make_request(gpuaesd_job_req *r, size_t seg_size)
     test_rand_bytes(r->iv, 16);
     r->len = 16 * (1 + test_rand_below(half / 16 - 1));
     r->in_off = test_rand_below(half - r->len + 1);
-    r->out_off = test_rand_below(4) == 0 || svc_keystream_op(r->op) ? r->in_off
-                 : half + test_rand_below(half - r->len + 1);
-}
-
-int svc_keystream_op(uint32_t op)
-{
-    return op == GPUAESD_OP_CTR128_KEYSTREAM || op == GPUAESD_OP_CTR32_KEYSTREAM;
+    r->out_off = test_rand_below(4) == 0 ? r->in_off : half + test_rand_below(half - r->len + 1);
 }
 
 /* The expected output and states of request r on input in. */
@@ -190,23 +183,6 @@ static void reference(gpuaesd_job_req *r, unsigned char *in, expect *e)
     size_t len = (size_t)r->len, kl = r->keylen, nb = len / 16;
     unsigned char zero[16] = { 0 }, j0[16], ej0[16], lh[16], tag[16];
 
-    /* The keystream ops: their CTR op on zeros (the input is ignored). */
-    if (svc_keystream_op(r->op)) {
-        unsigned char *z = calloc(1, len);
-        gpuaesd_job_req c = *r;
-
-        if (z == NULL)
-            exit(1);
-        c.op = r->op == GPUAESD_OP_CTR128_KEYSTREAM ? GPUAESD_OP_CTR128 : GPUAESD_OP_CTR32;
-        reference(&c, z, e);
-        memcpy(r->iv, c.iv, 16);
-        free(z);
-        return;
-    }
-    if (r->op == GPUAESD_OP_CTR128 && test_rand_below(2)) {   /* near the 2^128 wrap */
-        memset(r->iv, 0xff, 15);
-        r->iv[15] = (unsigned char)(0xff - test_rand_below(64));
-    }
     memcpy(e->iv_end, r->iv, 16);
     memset(e->ghash, 0, 16);
     switch (r->op) {
@@ -295,14 +271,11 @@ int svc_job_check(gpuaesd_conn *c, unsigned op, size_t max_len, int need_ok, int
     svc_make_request(&r, seg_size);
     if (op != 0)
         r.op = op;
-    if (svc_keystream_op(r.op))
-        r.out_off = r.in_off;
     if (r.len > max_len) {
-        int in_place = r.out_off == r.in_off;
-
         r.len = 16 * (1 + test_rand_below(max_len / 16));
         r.in_off = test_rand_below(seg_size / 2 - r.len + 1);
-        r.out_off = in_place ? r.in_off : seg_size / 2 + test_rand_below(seg_size / 2 - r.len + 1);
+        if (r.out_off != r.in_off)
+            r.out_off = seg_size / 2 + test_rand_below(seg_size / 2 - r.len + 1);
     }
     len = (size_t)r.len;
     in = malloc(len);

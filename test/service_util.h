@@ -36,7 +36,4 @@ void svc_expected(gpuaesd_job_req *r, unsigned char *in, unsigned char *out);
 /* Builds a valid request for c's segment (random), for tests to spoil. */
 void svc_make_request(gpuaesd_job_req *r, size_t seg_size);
 
-/* 1 for the keystream ops (no input: in_off == out_off). */
-int svc_keystream_op(uint32_t op);
-
 #endif
