@@ -51,6 +51,13 @@ unsigned char *gpuaesd_segment(gpuaesd_conn *c, size_t *size);
  */
 int gpuaesd_submit(gpuaesd_conn *c, gpuaesd_job_req *req, gpuaesd_job_reply *rep, int timeout_ms);
 
+/* The service's published load (include/gpuaesd_load.h), from c's hello,
+ * mapped read-only; NULL when it sent none or it did not check out.  c
+ * unmaps it when closed, unless taken: gpuaesd_take_load hands it over (the
+ * caller unmaps it, gpuaesd_load_unmap), and c has none after. */
+const struct gpuaesd_load_table *gpuaesd_load_of(const gpuaesd_conn *c);
+const struct gpuaesd_load_table *gpuaesd_take_load(gpuaesd_conn *c);
+
 /* The jobs the service runs at once for c (its hello reply, >= 1), and the
  * requests posted on c and not yet answered. */
 unsigned gpuaesd_max_inflight(const gpuaesd_conn *c);

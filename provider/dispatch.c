@@ -23,7 +23,13 @@
  * this moment: threads that decide together would otherwise all see an idle
  * GPU, and a GCM message keeps the engine its first data chose.  A thread
  * that decides for the GPU stamps itself before it leaves the decision, so
- * the next one counts it either way.
+ * the next one counts it either way.  Plus, with the service backend, the
+ * jobs other processes have in flight on the same GPU (gpu()->load(): the
+ * service's published load; 0 in process, where nothing else is seen).
+ * While this process's GPU estimate is not yet warm, the service's measured
+ * rate for the op (same load) stands in for it, so that a fresh process
+ * beside busy ones does not send its first jobs to a saturated GPU, and one
+ * whose contention ended goes back to the GPU at once.
  *
  * The GPU path also takes CPU: the caller's core and the staging copy
  * threads (two host copies per byte outside CTR).  On the H200 machine, with
@@ -312,11 +318,28 @@ static int explore_due(offload_kind kind, estimate *e, uint64_t now, unsigned ac
                                                    memory_order_relaxed);
 }
 
+/* The op whose published rate stands for the kind's (gpu()->load). */
+static gpuaes_op op_of_kind(offload_kind kind)
+{
+    static const gpuaes_op op[OFFLOAD_KINDS] = {
+        [OFFLOAD_ECB_ENC] = GPUAES_ECB_ENCRYPT, [OFFLOAD_ECB_DEC] = GPUAES_ECB_DECRYPT,
+        [OFFLOAD_CBC_DEC] = GPUAES_CBC_DECRYPT, [OFFLOAD_CFB_DEC] = GPUAES_CFB128_DECRYPT,
+        [OFFLOAD_CTR] = GPUAES_CTR128, [OFFLOAD_GCM] = GPUAES_GCM_ENCRYPT,
+    };
+    return op[kind];
+}
+
+/* Other processes' GPU jobs in flight, and the shared GPU rate (gpu()->load). */
+static unsigned shared_load(offload_kind kind, uint64_t *gpu_ns)
+{
+    return gpu()->load(op_of_kind(kind), gpu_ns);
+}
+
 int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)
 {
-    uint64_t cpu, gpu, now, until = load_u64(&backoff_until);
+    uint64_t cpu, gpu, now, until = load_u64(&backoff_until), shared_gpu;
     estimate *ce = &cpu_est[kind][key_index(keylen)], *ge = &gpu_est[kind][size_class(len)];
-    unsigned active, busy, users;
+    unsigned active, busy, users, others;
     int jobs, go, burst;
 
     if (prov->offload_min_set)
@@ -328,14 +351,17 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     cpu = load_u64(&ce->ns);
     if (cpu == 0)
         return 0;                      /* measure the CPU first */
+    others = shared_load(kind, &shared_gpu);
     /* acq_rel: a thread that enters after another left sees its stamp. */
     busy = atomic_fetch_add_explicit(&deciding, 1, memory_order_acq_rel);
     users = gpu_users(now);
     jobs = atomic_load_explicit(&inflight, memory_order_relaxed);
-    busy += jobs > (int)users ? (unsigned)jobs : users;
+    busy += (jobs > (int)users ? (unsigned)jobs : users) + others;
     gpu = load_u64(&ge->ns);
     if (gpu == 0 || atomic_load_explicit(&ge->samples, memory_order_relaxed) < WARM) {
-        go = busy == 0;                /* a first job, alone: it includes one-time costs */
+        /* A first job, alone: it includes one-time costs.  The service's rate
+         * (measured on other processes' jobs) decides while ours is not warm. */
+        go = shared_gpu != 0 ? shared_gpu * (uint64_t)(1 + busy) < cpu : busy == 0;
     } else {
         go = gpu * (uint64_t)(1 + busy) < cpu;
         /* Look again at the loser: it may have become faster.  Not at the

@@ -6,11 +6,18 @@
 
 #include "gpuaes.h"
 
+static unsigned inprocess_load(gpuaes_op op, uint64_t *ns_per_byte)
+{
+    (void)op;
+    *ns_per_byte = 0;
+    return 0;
+}
+
 static const gpu_backend gpu_backend_inprocess = {
     "inprocess",
     gpuaes_gpu_available, gpuaes_gpu_wait, gpuaes_gpu_wait, gpuaes_gpu_supports,
     gpuaes_gpu_description, gpuaes_gpu_started, gpuaes_gpu_state, gpuaes_gpu_run,
-    gpuaes_key_new, gpuaes_key_free, gpuaes_ks_window_new, gpuaes_gpu_shutdown
+    gpuaes_key_new, gpuaes_key_free, gpuaes_ks_window_new, gpuaes_gpu_shutdown, inprocess_load
 };
 
 _Atomic(const gpu_backend *) gpu_backend_in_use = &gpu_backend_inprocess;

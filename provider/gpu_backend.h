@@ -35,6 +35,11 @@ typedef struct gpu_backend {
     void (*key_free)(gpuaes_key *key);
     gpuaes_ks_window *(*ks_window_new)(size_t cap);
     void (*shutdown)(void);
+    /* For dispatch.c: GPU jobs in flight now from other processes, and in
+     * *ns_per_byte the GPU's measured ns per byte for op (16 fractional bits,
+     * one job alone; 0: unknown).  The service's published load
+     * (docs/SERVICE.md); in process, 0 and 0: this process sees all it can. */
+    unsigned (*load)(gpuaes_op op, uint64_t *ns_per_byte);
 } gpu_backend;
 
 extern _Atomic(const gpu_backend *) gpu_backend_in_use;

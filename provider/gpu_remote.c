@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 #include "gpuaes.h"
 #include "gpuaes_counter.h"
 #include "gpuaesd_client.h"
+#include "gpuaesd_load.h"
 #include "gcm_math.h"
 
 #define SEGMENT ((size_t)64 << 20)    /* per connection; longer jobs go in pieces */
@@ -70,6 +72,11 @@ static struct {
     char why[160];                     /* the last start's failure */
 } R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, R_IDLE, 0, 100, (size_t)4 << 20, 0,
         BACKOFF_MIN_MS, 0, { { 0 } }, 0, 0, { 0 }, 0, 0, "", "", "" };
+
+/* The published load (below, "The service's published load"). */
+static _Atomic(const gpuaesd_load_table *) load_table;
+static _Atomic unsigned load_readers;
+static _Atomic int conns_busy;
 
 static long long now_ms(void)
 {
@@ -123,6 +130,8 @@ static void at_fork_child(void)
         }
     R.nidle = R.nconns = 0;
     R.gen++;
+    atomic_store(&load_readers, 0);    /* a reader in another thread of the parent: gone */
+    atomic_store(&conns_busy, 0);      /* the table (shared, read-only) stays: same service */
     R.starter_joinable = 0;
     R.backoff = BACKOFF_MIN_MS;
     atomic_store(&R.state, R_IDLE);
@@ -174,6 +183,67 @@ void gpu_remote_configure(int disable_gpu, unsigned timeout_ms, size_t chunk)
                  R.path[0] ? R.path : "(not found: connect only)", R.dir[0] ? R.dir : "(default)");
 }
 
+/*
+ * The service's published load (docs/SERVICE.md, "Published load"): the
+ * table of the newest connection, read by dispatch.c before each decision
+ * through remote_load.  Readers hold load_readers while they use the
+ * mapping; a new table replaces the old one, which is unmapped once no
+ * reader can still see it.  conns_busy: this process's connections in use,
+ * which the table counts among its busy clients.
+ */
+#define LOAD_STALE_NS 1000000000ULL    /* a table unchanged this long shows no load: its
+                                          service died or stopped (a live one changes it
+                                          at every request) */
+
+static void load_adopt(gpuaesd_conn *c)
+{
+    const gpuaesd_load_table *old = atomic_exchange(&load_table, c != NULL ? gpuaesd_take_load(c) : NULL);
+
+    while (atomic_load(&load_readers) != 0)
+        sched_yield();                 /* a reader copies a few words: short */
+    gpuaesd_load_unmap(old);
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+static uint32_t wire_op(gpuaes_op op);
+
+static unsigned remote_load(gpuaes_op op, uint64_t *ns_per_byte)
+{
+    /* The op's twin (same kernels, same speed) when the op itself has no rate yet. */
+    static const uint32_t twin[GPUAESD_LOAD_OPS] = {
+        [GPUAESD_OP_CTR128] = GPUAESD_OP_CTR32, [GPUAESD_OP_CTR32] = GPUAESD_OP_CTR128,
+        [GPUAESD_OP_GCM_ENCRYPT] = GPUAESD_OP_GCM_DECRYPT, [GPUAESD_OP_GCM_DECRYPT] = GPUAESD_OP_GCM_ENCRYPT,
+    };
+    const gpuaesd_load_table *t;
+    gpuaesd_load v;
+    uint64_t now, rate;
+    uint32_t w = wire_op(op);
+    int ok, mine;
+
+    *ns_per_byte = 0;
+    atomic_fetch_add(&load_readers, 1);
+    t = atomic_load(&load_table);
+    ok = t != NULL && gpuaesd_load_read(t, &v) == 0;
+    atomic_fetch_sub(&load_readers, 1);
+    now = mono_ns();
+    if (!ok || gpuaesd_check_load(&v) != 0 || v.stamp_ns > now + LOAD_STALE_NS)
+        return 0;                      /* none, torn, or nonsense: decide alone */
+    rate = v.rate[w] != 0 ? v.rate[w] : v.rate[twin[w]];
+    if (rate != 0)
+        *ns_per_byte = ((uint64_t)1000000000 << 16) / rate + 1;
+    if (now - v.stamp_ns > LOAD_STALE_NS)
+        return 0;
+    mine = atomic_load_explicit(&conns_busy, memory_order_relaxed);
+    return v.clients_busy > (uint32_t)(mine > 0 ? mine : 0) ? v.clients_busy - (uint32_t)(mine > 0 ? mine : 0) : 0;
+}
+
 static void *starter_main(void *arg)
 {
     char why[160] = "";
@@ -183,6 +253,7 @@ static void *starter_main(void *arg)
     (void)arg;
     pthread_mutex_lock(&R.mu);
     if (c != NULL) {
+        load_adopt(c);
         R.idle[R.nidle++] = (rconn){ c, R.gen };
         R.nconns++;
         track(c, 1);
@@ -350,17 +421,22 @@ static rconn take(void)
         /* A running service answers in well under a millisecond; never starts one. */
         r.c = gpuaesd_connect(R.dir[0] ? R.dir : NULL, NULL, SEGMENT, DIAL_MS, why, sizeof(why));
         pthread_mutex_lock(&R.mu);
-        if (r.c != NULL)
+        if (r.c != NULL) {
             track(r.c, 1);
-        else
+            load_adopt(r.c);           /* the newest: a service restarted since publishes anew */
+        } else {
             R.nconns--;
+        }
         pthread_mutex_unlock(&R.mu);
     }
+    if (r.c != NULL)
+        atomic_fetch_add(&conns_busy, 1);
     return r;
 }
 
 static void give_back(rconn r)
 {
+    atomic_fetch_sub(&conns_busy, 1);
     pthread_mutex_lock(&R.mu);
     if (r.gen != R.gen || atomic_load(&R.state) != R_UP)
         drop_locked(r.c);
@@ -373,6 +449,7 @@ static void give_back(rconn r)
  * the others dropped, and a new start waits for the back-off. */
 static void lost(rconn r)
 {
+    atomic_fetch_sub(&conns_busy, 1);
     pthread_mutex_lock(&R.mu);
     drop_locked(r.c);
     if (r.gen == R.gen) {
@@ -705,6 +782,7 @@ static void remote_shutdown(void)
         drop_locked(R.idle[--R.nidle].c);
     R.backoff = BACKOFF_MIN_MS;
     atomic_store(&R.state, R_IDLE);
+    load_adopt(NULL);                  /* no decision runs now */
     pthread_mutex_unlock(&R.mu);
     gpuaes_host_copy_stop();           /* the copy threads: none may run once the module goes */
 }
@@ -713,5 +791,5 @@ const gpu_backend gpu_backend_service = {
     "service",
     remote_available, remote_wait, remote_available, remote_supports, remote_description,
     remote_started, remote_state, remote_run, remote_key_new, remote_key_free,
-    remote_ks_window_new, remote_shutdown
+    remote_ks_window_new, remote_shutdown, remote_load
 };

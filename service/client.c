@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "gpuaesd_client.h"
+#include "gpuaesd_load.h"
 #include "sockdir.h"
 
 extern char **environ;
@@ -37,6 +38,7 @@ struct gpuaesd_conn {
     size_t seg_size;
     uint64_t next_id;
     unsigned max_inflight;             /* the service's, from the hello reply */
+    const gpuaesd_load_table *load;    /* its published load (the hello reply's fd), or NULL */
     unsigned npending;
     posted pending[GPUAESD_INFLIGHT_MAX];
 };
@@ -134,17 +136,48 @@ static int send_until(int fd, const void *m, size_t n, int pass_fd, int64_t dead
     }
 }
 
-/* One message of up to n bytes (a longer one is an error); its length or -1. */
-static ssize_t recv_until(int fd, void *m, size_t n, int64_t deadline)
+/* One message of up to n bytes (a longer one is an error); its length or -1.
+ * With rfd, the first descriptor it carries (else -1; any other is closed). */
+static ssize_t recv_fd_until(int fd, void *m, size_t n, int *rfd, int64_t deadline)
 {
-    for (;;) {
-        ssize_t r = recv(fd, m, n, MSG_TRUNC);
+    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int) * 4)]; } cb;
+    struct iovec iov = { m, n };
+    struct msghdr mh = { 0 };
 
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    if (rfd != NULL)
+        *rfd = -1;
+    for (;;) {
+        ssize_t r;
+
+        mh.msg_control = rfd != NULL ? cb.b : NULL;
+        mh.msg_controllen = rfd != NULL ? sizeof(cb.b) : 0;
+        r = recvmsg(fd, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
+        for (struct cmsghdr *c = r >= 0 && rfd != NULL ? CMSG_FIRSTHDR(&mh) : NULL; c != NULL;
+             c = CMSG_NXTHDR(&mh, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                continue;
+            for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+                int f;
+
+                memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                if (*rfd < 0)
+                    *rfd = f;
+                else
+                    close(f);
+            }
+        }
         if (r > 0)
             return (size_t)r <= n ? r : -1;
         if (r == 0 || (errno != EAGAIN && errno != EINTR) || wait_fd(fd, POLLIN, deadline) != 0)
             return -1;
     }
+}
+
+static ssize_t recv_until(int fd, void *m, size_t n, int64_t deadline)
+{
+    return recv_fd_until(fd, m, n, NULL, deadline);
 }
 
 int gpuaesd_dial(const char *socket_dir, int timeout_ms)
@@ -218,7 +251,7 @@ gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_
     gpuaesd_conn *c = calloc(1, sizeof(*c));
     gpuaesd_hello h = { 0 };
     gpuaesd_hello_reply r;
-    int mfd = -1;
+    int mfd = -1, lfd = -1;
     ssize_t n;
 
     if (c == NULL || resolve_dir(socket_dir, dir, sizeof(dir)) != 0) {
@@ -251,14 +284,20 @@ gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_
     h.seg_size = seg_size;
     h.pid = (uint32_t)getpid();
     if (send_until(c->fd, &h, sizeof(h), mfd, deadline) != 0
-        || (n = recv_until(c->fd, &r, sizeof(r), deadline)) < 0
+        || (n = recv_fd_until(c->fd, &r, sizeof(r), &lfd, deadline)) < 0
         || gpuaesd_check_hello_reply(&r, (size_t)n) != 0 || r.status != GPUAESD_OK) {
         snprintf(err, errn, "the service refused or did not answer the hello");
         close(mfd);
+        if (lfd >= 0)
+            close(lfd);
         gpuaesd_close(c);
         return NULL;
     }
     close(mfd);                        /* both mappings keep the memory */
+    if (lfd >= 0) {                    /* the published load: optional, checked */
+        c->load = gpuaesd_load_map(lfd);
+        close(lfd);
+    }
     c->max_inflight = r.max_inflight;
     return c;
 }
@@ -268,6 +307,19 @@ unsigned char *gpuaesd_segment(gpuaesd_conn *c, size_t *size)
     if (size != NULL)
         *size = c->seg_size;
     return c->seg;
+}
+
+const gpuaesd_load_table *gpuaesd_load_of(const gpuaesd_conn *c)
+{
+    return c->load;
+}
+
+const gpuaesd_load_table *gpuaesd_take_load(gpuaesd_conn *c)
+{
+    const gpuaesd_load_table *t = c->load;
+
+    c->load = NULL;
+    return t;
 }
 
 unsigned gpuaesd_max_inflight(const gpuaesd_conn *c)
@@ -370,6 +422,7 @@ void gpuaesd_close(gpuaesd_conn *c)
         return;
     if (c->seg != NULL)
         munmap(c->seg, c->seg_size);
+    gpuaesd_load_unmap(c->load);
     if (c->fd >= 0)
         close(c->fd);
     free(c);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gpuaesd_proto.h"
+#include "gpuaesd_load.h"
 
 /* The structs are the wire format: no padding, sizes fixed. */
 _Static_assert(sizeof(gpuaesd_hdr) == 16, "gpuaesd_hdr");
@@ -142,4 +143,18 @@ int gpuaesd_check_status_reply(const void *msg, size_t n)
     memcpy(&r, msg, sizeof(r));
     return memchr(r.gpu, '\0', sizeof(r.gpu)) != NULL && r.gpu_up <= GPUAESD_GPU_NONE && r.reserved == 0
            ? 0 : -1;
+}
+
+int gpuaesd_check_load(const gpuaesd_load *v)
+{
+    uint64_t jobs = (uint64_t)v->jobs_queued + v->jobs_running;
+
+    if (v->jobs_queued > GPUAESD_LOAD_JOBS_MAX || v->jobs_running > GPUAESD_LOAD_JOBS_MAX
+        || v->clients > GPUAESD_LOAD_JOBS_MAX || v->clients_busy > v->clients || v->clients_busy > jobs
+        || v->bytes_inflight > jobs * GPUAESD_SEG_MAX || v->gpu_up > GPUAESD_GPU_NONE || v->reserved != 0)
+        return -1;
+    for (int op = 0; op < GPUAESD_LOAD_OPS; op++)
+        if (v->rate[op] > GPUAESD_LOAD_RATE_MAX)
+            return -1;
+    return 0;
 }

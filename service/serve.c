@@ -46,6 +46,14 @@ static atomic_ullong n_total, n_refused, n_jobs, n_jobs_gpu, n_bytes_gpu, n_malf
 static atomic_ullong n_segs_registered, n_register_failed, n_jobs_direct, n_bytes_direct;
 static _Atomic uint64_t last_activity, started_ms;
 
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
 uint64_t gpuaesd_now_ms(void)
 {
     struct timespec t;
@@ -124,6 +132,7 @@ typedef struct client {
     gpuaesd_job_req q[GPUAESD_INFLIGHT_MAX]; /* checked requests not yet taken (a ring) */
     unsigned qhead, qn;
     unsigned pending;                  /* jobs accepted and not yet answered (queued + running) */
+    unsigned published;                /* jobs counted in the published load (until run or dropped) */
     unsigned workers, idle;
     int closing;                       /* the reader has ended: queued jobs are dropped */
     pthread_t tid[GPUAESD_INFLIGHT_MAX];
@@ -177,6 +186,36 @@ static int send_msg(int fd, const void *m, size_t n)
         w = send(fd, m, n, MSG_NOSIGNAL);
     while (w < 0 && errno == EINTR);
     return w == (ssize_t)n ? 0 : -1;
+}
+
+static int send_reply(client *c, const void *m, size_t n);
+
+/* The hello reply, with the published load's descriptor when there is one. */
+static int send_hello_reply(client *c, const gpuaesd_hello_reply *rep)
+{
+    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int))]; } cb;
+    struct iovec iov = { (void *)rep, sizeof(*rep) };
+    struct msghdr mh = { 0 };
+    int fd = rep->status == GPUAESD_OK ? gpuaesd_publish_fd() : -1;
+    ssize_t w;
+
+    if (fd < 0)
+        return send_reply(c, rep, sizeof(*rep));
+    memset(&cb, 0, sizeof(cb));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cb.b;
+    mh.msg_controllen = sizeof(cb.b);
+    CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+    CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+    CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(int));
+    pthread_mutex_lock(&c->send_mu);
+    do
+        w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    pthread_mutex_unlock(&c->send_mu);
+    return w == (ssize_t)sizeof(*rep) ? 0 : -1;
 }
 
 /* A reply on c's socket: whole messages, never interleaved by workers. */
@@ -343,14 +382,21 @@ static void run_next_locked(client *c)
 {
     gpuaesd_job_req r = c->q[c->qhead];
     gpuaesd_job_reply rep = { 0 };
+    unsigned running;
+    uint64_t t0;
 
     gpuaesd_wipe(&c->q[c->qhead], sizeof(r));
     c->qhead = (c->qhead + 1) % GPUAESD_INFLIGHT_MAX;
     c->qn--;
     pthread_mutex_unlock(&c->mu);
+    running = gpuaesd_publish_start();
+    t0 = now_ns();
     gpuaesd_hdr_init(&rep.hdr, GPUAESD_JOB_REPLY, sizeof(rep));
     rep.id = r.id;
     run_job(c, &r, &rep);
+    pthread_mutex_lock(&c->mu);        /* counted out before the reply, so its client sees it */
+    gpuaesd_publish_end(r.op, r.len, rep.status == GPUAESD_OK, now_ns() - t0, running, --c->published == 0);
+    pthread_mutex_unlock(&c->mu);
     gpuaesd_wipe(&r, sizeof(r));
     atomic_fetch_add(&n_jobs, 1);
     atomic_store(&last_activity, gpuaesd_now_ms());
@@ -380,6 +426,7 @@ static void *worker_main(void *arg)
         run_next_locked(c);
     }
     while (c->qn > 0) {
+        gpuaesd_publish_job(-1, 0, --c->published == 0 ? -1 : 0, -(int64_t)c->q[c->qhead].len);
         gpuaesd_wipe(&c->q[c->qhead], sizeof(c->q[0]));
         c->qhead = (c->qhead + 1) % GPUAESD_INFLIGHT_MAX;
         c->qn--;
@@ -394,8 +441,12 @@ static void *worker_main(void *arg)
  * no worker at all (none could be made) the reader runs it itself. */
 static void queue_job(client *c, const unsigned char *m)
 {
+    gpuaesd_job_req *r;
+
     pthread_mutex_lock(&c->mu);
-    memcpy(&c->q[(c->qhead + c->qn) % GPUAESD_INFLIGHT_MAX], m, sizeof(gpuaesd_job_req));
+    r = &c->q[(c->qhead + c->qn) % GPUAESD_INFLIGHT_MAX];
+    memcpy(r, m, sizeof(*r));
+    gpuaesd_publish_job(1, 0, c->published++ == 0, (int64_t)r->len);
     c->qn++;
     c->pending++;
     if (c->idle < c->qn && c->workers < max_inflight
@@ -428,7 +479,7 @@ static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
         rep.service_pid = (uint32_t)getpid();
         rep.max_job = c->seg_size;
         rep.max_inflight = max_inflight;
-        if (send_reply(c, &rep, sizeof(rep)) != 0)
+        if (send_hello_reply(c, &rep) != 0)
             return 1;
         if (rep.status == GPUAESD_OK)
             segment_register(c);       /* in the background: nobody waits for it */
@@ -509,6 +560,7 @@ static void *client_main(void *arg)
     if (--nclients == 0)
         pthread_cond_broadcast(&table_empty);
     pthread_mutex_unlock(&table_lock);
+    gpuaesd_publish_clients(-1);
     atomic_store(&last_activity, gpuaesd_now_ms());
     gpuaesd_wipe(c, sizeof(*c));
     free(c);
@@ -529,6 +581,7 @@ void gpuaesd_serve_init(unsigned jobs_per_client)
     atomic_store(&started_ms, gpuaesd_now_ms());
     atomic_store(&last_activity, gpuaesd_now_ms());
     pthread_mutex_unlock(&table_lock);
+    gpuaesd_publish_init();
 }
 
 int gpuaesd_serve(int fd, pid_t pid)
@@ -553,6 +606,7 @@ int gpuaesd_serve(int fd, pid_t pid)
         table[slot] = fd;
         nclients++;
         atomic_fetch_add(&n_total, 1); /* before its thread: a STATUS it answers counts itself */
+        gpuaesd_publish_clients(1);    /* ... and before it counts itself out */
         if (pthread_attr_init(&a) == 0) {
             pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
             ok = pthread_create(&t, &a, client_main, c) == 0;
@@ -562,6 +616,7 @@ int gpuaesd_serve(int fd, pid_t pid)
             table[slot] = -1;
             nclients--;
             atomic_fetch_sub(&n_total, 1);
+            gpuaesd_publish_clients(-1);
         }
     }
     pthread_mutex_unlock(&table_lock);

@@ -37,6 +37,21 @@ int gpuaesd_clients_stop(int wait_ms);
 /* The status reply, as of now. */
 void gpuaesd_status_fill(gpuaesd_status_reply *st);
 
+/* The published load (publish.c; include/gpuaesd_load.h).  init: before
+ * the first client; fd: the read-only descriptor each hello reply carries,
+ * -1 when nothing is published.  A request: queued (job: +1, 0, +1 if its
+ * client had none, +len), started (the requests running now, itself
+ * included), ended (its wire op, len, whether all of it was done, its time,
+ * start's answer, whether its client has none left) or dropped unrun (job:
+ * -1, 0, -1 if none left, -len). */
+void gpuaesd_publish_init(void);
+int gpuaesd_publish_fd(void);
+void gpuaesd_publish_clients(int delta);
+void gpuaesd_publish_job(int queued, int running, int busy, int64_t bytes);
+unsigned gpuaesd_publish_start(void);
+void gpuaesd_publish_end(uint32_t op, uint64_t len, int whole, uint64_t ns, unsigned running_at_start,
+                         int idle);
+
 /* Zeroes n bytes in a way the compiler keeps. */
 void gpuaesd_wipe(void *p, size_t n);
 

@@ -8,7 +8,8 @@ target_compile_options(gpuaesd_emu PRIVATE -Wall -Wextra)
 target_link_libraries(gpuaesd_emu PRIVATE gpuaesd_client OpenSSL::Crypto Threads::Threads)
 set_target_properties(gpuaesd_emu PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/emu)
 
-add_executable(test_service test_service.c test_service_hostile.c test_service_activation.c service_util.c
+add_executable(test_service test_service.c test_service_hostile.c test_service_activation.c
+  test_service_load.c service_util.c
   ${PROJECT_SOURCE_DIR}/provider/gcm_math.c)
 target_include_directories(test_service PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/provider
   ${PROJECT_SOURCE_DIR}/service)
@@ -22,8 +23,10 @@ add_dependencies(test_service gpuaesd_emu)
 # symbolic link is refused; kill: SIGKILL / SIGSTOP of the service while a
 # client waits, then a new service; activation: started as a systemd socket
 # unit starts it (fd 3, LISTEN_PID/LISTEN_FDS); inflight: several jobs at once
-# on one connection, and a client that sends more than max_inflight is throttled.
-foreach(t diff fuzz uid dir kill activation inflight)
+# on one connection, and a client that sends more than max_inflight is throttled;
+# load: the published load (seqlock across processes, hostile tables, two
+# connections seeing each other's jobs, a table no client can write).
+foreach(t diff fuzz uid dir kill activation inflight load)
   add_test(NAME service_${t} COMMAND test_service ${t} $<TARGET_FILE:gpuaesd_emu>)
   set_tests_properties(service_${t} PROPERTIES LABELS "emu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()

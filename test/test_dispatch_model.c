@@ -21,6 +21,10 @@
  *            engine; cores16 counts the calls after the first 10 ms)
  *   cores N  the usable cores are N (run under taskset -c 0: 1), or the
  *            affinity set's count when N is 0
+ *   others16 othersend  a lone thread of a fresh process beside 15 other
+ *            processes' jobs on the GPU (the service's published load, through
+ *            a model backend): its calls stay on the CPU from the first one;
+ *            othersend: then the others end, and it is back on the GPU at once
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -46,7 +50,23 @@ typedef struct phase {
     double secs;
     int threads;
     double cpu, gpu;                   /* ns per byte: a CPU call, a GPU job alone */
+    int others;                        /* other processes' jobs on the GPU all along (published) */
 } phase;
+
+/* The service backend as dispatch.c sees it (gpu()->load): the phase's
+ * other jobs, and the GPU's rate alone as the service measured it. */
+static _Atomic int model_others;
+static _Atomic uint64_t model_rate;    /* ns per byte, 16 fractional bits; 0 in process */
+
+static unsigned model_load(gpuaes_op op, uint64_t *ns_per_byte)
+{
+    (void)op;
+    *ns_per_byte = atomic_load(&model_rate);
+    return (unsigned)atomic_load(&model_others);
+}
+
+static const gpu_backend model_backend = { .name = "model", .load = model_load };
+_Atomic(const gpu_backend *) gpu_backend_in_use = &model_backend;
 
 typedef struct worker {
     pthread_t th;
@@ -159,6 +179,12 @@ static void simulate(const phase *ph, int nph)
         while (now >= begin[p + 1])
             p++;
         atomic_store(&dispatch_test_clock, now);
+        if (ph[p].others != 0) {
+            atomic_store(&model_others, ph[p].others);
+            atomic_store(&model_rate, (uint64_t)(ph[p].gpu * 65536));
+        } else {
+            atomic_store(&model_others, 0);
+        }
         if (me->state == IN_CPU) {
             on(t, OP_CPU_DONE, me->dur, 0);
             me->state = IDLE;
@@ -172,7 +198,8 @@ static void simulate(const phase *ph, int nph)
             me->next = begin[p + 1] + (uint64_t)t * 1000; /* sits this phase out */
         } else {
             int gpu = on(t, OP_DECIDE, 0, 0);
-            uint64_t cpu_ns = ns_of(ph[p].cpu), gpu_ns = ns_of(ph[p].gpu), alone = gpu_ns;
+            uint64_t cpu_ns = ns_of(ph[p].cpu), gpu_ns = ns_of(ph[p].gpu) * (uint64_t)(1 + ph[p].others),
+                     alone = ns_of(ph[p].gpu);
 
             /* Shared with each job in flight for as long as both run. */
             for (int i = 0; i < MAXT; i++)
@@ -265,40 +292,47 @@ int main(int argc, char **argv)
     }
     dispatch_test_cores(16);                   /* the H200 machine */
     if (strcmp(s, "after8") == 0) {            /* CTR: CPU 4 GB/s, GPU alone 40 */
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025 };
-        ph[n++] = (phase){ 2, 8, 0.3, 0.5 };  /* the GPU 20x slower than dispatch sees */
-        ph[n++] = (phase){ 3, 1, 0.25, 0.025 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0 };
+        ph[n++] = (phase){ 2, 8, 0.3, 0.5, 0 };  /* the GPU 20x slower than dispatch sees */
+        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 0 };
     } else if (strcmp(s, "after16") == 0) {    /* GCM: CPU 12 GB/s, GPU alone 6x */
         kind = OFFLOAD_GCM;
-        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013 };
-        ph[n++] = (phase){ 2, 16, 0.16, 0.3 };
-        ph[n++] = (phase){ 3, 1, 0.08, 0.013 };
+        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0 };
+        ph[n++] = (phase){ 2, 16, 0.16, 0.3, 0 };
+        ph[n++] = (phase){ 3, 1, 0.08, 0.013, 0 };
     } else if (strcmp(s, "opposite") == 0) {   /* a loaded CPU, then a GPU taken by another */
-        ph[n++] = (phase){ 2, 8, 2.0, 0.025 };
-        ph[n++] = (phase){ 3, 1, 0.25, 0.5 };
+        ph[n++] = (phase){ 2, 8, 2.0, 0.025, 0 };
+        ph[n++] = (phase){ 3, 1, 0.25, 0.5, 0 };
     } else if (strcmp(s, "slowgpu") == 0) {
-        ph[n++] = (phase){ 2, 1, 0.25, 5.0 }; /* the first jobs (WARM) are measured here */
-        ph[n++] = (phase){ 10, 1, 0.25, 5.0 };
+        ph[n++] = (phase){ 2, 1, 0.25, 5.0, 0 }; /* the first jobs (WARM) are measured here */
+        ph[n++] = (phase){ 10, 1, 0.25, 5.0, 0 };
     } else if (strcmp(s, "fastgpu") == 0) {
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025 };
-        ph[n++] = (phase){ 10, 1, 0.25, 0.025 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0 };
+        ph[n++] = (phase){ 10, 1, 0.25, 0.025, 0 };
     } else if (strcmp(s, "load8") == 0) {      /* the GPU 4x faster alone */
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.0625 };
-        ph[n++] = (phase){ 3, 8, 0.25, 0.0625 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.0625, 0 };
+        ph[n++] = (phase){ 3, 8, 0.25, 0.0625, 0 };
     } else if (strcmp(s, "cores16") == 0) {
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025 };
-        ph[n++] = (phase){ 2, 16, 0.25, 0.025 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0 };
+        ph[n++] = (phase){ 2, 16, 0.25, 0.025, 0 };
     } else if (strcmp(s, "fastgcm") == 0) {
         kind = OFFLOAD_GCM;
-        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013 };
-        ph[n++] = (phase){ 10, 1, 0.08, 0.013 };
+        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0 };
+        ph[n++] = (phase){ 10, 1, 0.08, 0.013, 0 };
     } else if (strcmp(s, "burst16") == 0) {    /* GCM: CPU 12 GB/s, GPU alone 6x */
         kind = OFFLOAD_GCM;
-        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013 };
-        ph[n++] = (phase){ 0.5, 0, 0.08, 0.013 };
-        ph[n++] = (phase){ 1, 16, 0.08, 0.013 };
+        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0 };
+        ph[n++] = (phase){ 0.5, 0, 0.08, 0.013, 0 };
+        ph[n++] = (phase){ 1, 16, 0.08, 0.013, 0 };
+    } else if (strcmp(s, "others16") == 0) {   /* CTR: GPU alone 10x, shared by 16 jobs */
+        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 15 };   /* the CPU's estimate measured here */
+        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 15 };
+    } else if (strcmp(s, "othersend") == 0) {
+        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 15 };
+        ph[n++] = (phase){ 2, 1, 0.25, 0.025, 15 };
+        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 0 };
     } else {
-        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|load8|cores16|fastgcm|burst16|cores N\n",
+        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|load8|cores16|fastgcm|burst16|others16|othersend|cores N\n",
                 argv[0]);
         return 2;
     }
@@ -309,6 +343,13 @@ int main(int argc, char **argv)
     } else if (strcmp(s, "burst16") == 0) {
         printf("%d of 16 threads began on the GPU\n", first_gpu);
         CHECK(first_gpu <= 2, "%d of 16 GCM messages begun at once went to the GPU", first_gpu);
+    } else if (strcmp(s, "others16") == 0) {
+        int on_gpu = 0;
+
+        for (int i = 0; i < ncalls; i++)
+            on_gpu += calls[i].gpu;
+        printf("%d of %d calls on the GPU beside 15 other jobs\n", on_gpu, ncalls);
+        CHECK(on_gpu == 0 && gpu_calls == 0, "%d calls sent to a GPU 1.6x slower than the CPU for them", on_gpu);
     } else if (strcmp(s, "cores16") == 0) {
         printf("%d GPU calls\n", gpu_calls);
         CHECK(gpu_calls == 0, "%d GPU calls from 16 threads on 16 cores", gpu_calls);

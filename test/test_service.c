@@ -32,6 +32,7 @@ int svc_run_uid(const char *service);
 int svc_run_dir(const char *service);
 int svc_run_activation(const char *service);
 int svc_run_inflight(const char *service);
+int svc_run_load(const char *service);
 
 #define SEG ((size_t)8 << 20)
 
@@ -288,7 +289,7 @@ static int run_kill(const char *service)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: test_service diff|kill|fuzz|uid|dir|activation|inflight SERVICE [--gpu]\n");
+        fprintf(stderr, "usage: test_service diff|kill|fuzz|uid|dir|activation|inflight|load SERVICE [--gpu]\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -305,6 +306,8 @@ int main(int argc, char **argv)
         return svc_run_dir(argv[2]);
     if (strcmp(argv[1], "activation") == 0)
         return svc_run_activation(argv[2]);
+    if (strcmp(argv[1], "load") == 0)
+        return svc_run_load(argv[2]);
     if (strcmp(argv[1], "inflight") == 0)
         return svc_run_inflight(argv[2]);
     return 2;
