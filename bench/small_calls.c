@@ -18,6 +18,12 @@
  * batches calibrated to ~50 us so the clock is read rarely; a slice gives
  * ns per operation.  The median over --rounds (40) is reported per provider,
  * and default/gpuaes (above 1: gpuaes is faster).  Every call is checked.
+ *
+ * --count N: no timing; each provider runs N operations per pattern and size
+ * inside count_default / count_gpuaes, for an instruction counter, e.g.
+ *   valgrind --tool=callgrind --collect-atstart=no --toggle-collect='count_*' \
+ *     small_calls --count 1000 --patterns tls13 --sizes 16
+ * then callgrind_annotate --inclusive=yes: each function's Ir / N.
  */
 #define _ISOC11_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -173,6 +179,21 @@ static double slice(runner *r, long batch, double slice_ns)
     return (t - t0) / (double)n;
 }
 
+/* --count: the counted loops, one per provider (separate symbols). */
+static __attribute__((noinline)) void count_default(runner *r, long n)
+{
+    for (long i = 0; i < n; i++)
+        if (!op(r))
+            die(PATTERNS[r->pattern].name);
+}
+
+static __attribute__((noinline)) void count_gpuaes(runner *r, long n)
+{
+    for (long i = 0; i < n; i++)
+        if (!op(r))
+            die(PATTERNS[r->pattern].name);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -191,7 +212,9 @@ static void usage(void)
     fprintf(stderr,
             "usage: small_calls [--rounds N] [--slice-ms MS] [--sizes 16,64,256,1K,16K]\n"
             "                   [--patterns tls13,tls12,ecb,cbc-dec,ctr,gcm] [--provider-path DIR]\n"
+            "                   [--count N]\n"
             "Both providers in one process, interleaved; median ns per operation.\n"
+            "--count N: N operations each in count_default/count_gpuaes, untimed (callgrind).\n"
             "gpuaes.so is looked for in --provider-path, GPUAES_MODULE_DIR, then the build dir.\n");
     exit(2);
 }
@@ -201,6 +224,7 @@ int main(int argc, char **argv)
     const char *dir = getenv("GPUAES_MODULE_DIR"), *patterns = "tls13,tls12,ecb,cbc-dec,ctr,gcm";
     size_t sizes[MAX_SIZES] = { 16, 64, 256, 1024, 16384 };
     int nsizes = 5, rounds = 40;
+    long count = 0;
     double slice_ms = 5;
     static double ns[2][MAX_ROUNDS];
     OSSL_PROVIDER *prov[2];
@@ -210,6 +234,10 @@ int main(int argc, char **argv)
             usage();
         if (strcmp(argv[i], "--rounds") == 0) {
             rounds = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--count") == 0) {
+            count = atol(argv[++i]);
+            if (count < 1)
+                usage();
         } else if (strcmp(argv[i], "--slice-ms") == 0) {
             slice_ms = atof(argv[++i]);
         } else if (strcmp(argv[i], "--provider-path") == 0) {
@@ -252,6 +280,19 @@ int main(int argc, char **argv)
 
             if (r[0] == NULL || r[1] == NULL)
                 die("malloc");
+            if (count > 0) {
+                for (int k = 0; k < 2; k++) {
+                    setup(r[k], p, sizes[s], PROVS[k]);
+                    for (int i = 0; i < 64; i++)          /* warm: first-call work uncounted */
+                        if (!op(r[k]))
+                            die(PATTERNS[p].name);
+                    (k == 0 ? count_default : count_gpuaes)(r[k], count);
+                    EVP_CIPHER_CTX_free(r[k]->ctx);
+                    free(r[k]);
+                }
+                printf("%-8s %6zu counted %ld ops per provider\n", PATTERNS[p].name, sizes[s], count);
+                continue;
+            }
             for (int k = 0; k < 2; k++) {
                 double t;
 

@@ -22,6 +22,7 @@ typedef struct block_ctx {
     /* Hot: all that a small update reads, in the first 64 bytes. */
     const fallback_cipher *fb;
     void *fbctx;                      /* the default provider's context */
+    OSSL_FUNC_cipher_update_fn *fb_update;   /* fb->update: one load less per update */
     /* An update of at least hot_max bytes takes the slow path; others take
      * the fast one and subtract their length (so it also counts down the
      * keystream ramp).  0 while mirroring the fallback or in keystream mode. */
@@ -29,12 +30,12 @@ typedef struct block_ctx {
     int track;                        /* mirror the fallback's block buffer (held): 0, or
                                          TRACK_LAST when decrypting with padding (the last
                                          whole block is held back), else TRACK_WHOLE */
-    int enc;
-    int pad;                          /* ECB/CBC padding, as set through params */
     /* ECB and CBC: a copy of the bytes the fallback holds in its block buffer
      * (a partial block, or the last block held back for unpadding). */
     unsigned char held[BLOCK];
     size_t nheld;
+    int enc;
+    int pad;                          /* ECB/CBC padding, as set through params */
     size_t hot_set;                   /* hot_max when last set: hot_set - hot_max went fast */
     size_t gpu_min;                   /* updates this long may go to the GPU; SIZE_MAX: never */
     const gpuaes_prov *prov;

@@ -81,6 +81,7 @@ void *block_newctx(void *provctx, const gpuaes_variant *var)
     c->prov = prov;
     c->var = var;
     c->fb = var->fallback;
+    c->fb_update = c->fb->update;
     c->pad = 1;
     c->gpu_min = SIZE_MAX;
     c->ramp_left = SIZE_MAX;
@@ -407,7 +408,7 @@ int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
         }
     }
     c->hot_max -= inl;
-    return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+    return c->fb_update(c->fbctx, out, outl, outsize, in, inl);
 }
 
 int block_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)

@@ -50,6 +50,7 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
     c->ecb = sibling(var, MODE_ECB);
     c->ctr = sibling(var, MODE_CTR);
     c->ivlen = 12;                    /* the default's initial IV length: ASSUME_GCM_IVLEN_VOIDS_IV */
+    gcm_engine_new_message(c);
     c->fbctx = c->fb->newctx(prov->fallback_provctx);
     if (c->fbctx == NULL || c->ecb == NULL || c->ctr == NULL) {
         c->fb->freectx(c->fbctx);
@@ -259,7 +260,8 @@ static void new_iv(gcm_ctx *c, const unsigned char *iv, size_t ivlen)
     c->msg = c->tls || c->prov->offload_min[OFFLOAD_GCM] == SIZE_MAX ? MSG_FALLBACK
                                                                       : MSG_UNDECIDED;
     c->naad = 0;
-    gcm_engine_new_message(c);
+    if (c->g.dirty)
+        gcm_engine_new_message(c);
 }
 
 static __attribute__((noinline)) int init_general(gcm_ctx *c, const unsigned char *key,
@@ -565,6 +567,14 @@ int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     gcm_ctx *c = vctx;
 
+    /* A TLS 1.2 record's AAD (every record), a lone "tl..." parameter, in TLS
+     * mode: a tail call.  TLS mode is for good and keeps every message on the
+     * fallback, so such a parameter, taken or refused, has nothing for us to
+     * note (no tag; the IV length, which it leaves alone, serves only our
+     * engine). */
+    if (c->tls && params != NULL && params[0].key != NULL && params[1].key == NULL
+        && params[0].key[0] == 't' && params[0].key[1] == 'l')
+        return c->fb->set_ctx_params(c->fbctx, params);
     if (!c->fb->set_ctx_params(c->fbctx, params)) {
         note_params_failed(c, params);
         return 0;
