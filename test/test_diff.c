@@ -217,6 +217,9 @@ static void compare_decrypt(diff_ctx *dc, drng *r, int i, const kd_op *base, siz
         op.split = rand_split(r, ctlen);
         op.in_place = (int)(drng_next(r) & 1);
         rv = kd_run(dc->sub[i], m, &op, ctcopy, ctlen, b->out, &outlen);
+        if (rv != KD_FINAL_FAILED)     /* KD_OK: a forgery accepted; KD_ERROR: a call before the final failed */
+            fprintf(stderr, "flipped bit (%s): kd_run gave %d\n",
+                    where == 1 ? "ciphertext" : where == 2 ? "aad" : "tag", rv);
         DCHECK(rv == KD_FINAL_FAILED, desc);
         free(ctcopy);
     }
