@@ -50,6 +50,7 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
     c->ecb = sibling(var, MODE_ECB);
     c->ctr = sibling(var, MODE_CTR);
     c->ivlen = 12;                    /* the default's initial IV length: ASSUME_GCM_IVLEN_VOIDS_IV */
+    gcm_engine_new_message(c);
     c->fbctx = c->fb->newctx(prov->fallback_provctx);
     if (c->fbctx == NULL || c->ecb == NULL || c->ctr == NULL) {
         c->fb->freectx(c->fbctx);
@@ -259,7 +260,8 @@ static void new_iv(gcm_ctx *c, const unsigned char *iv, size_t ivlen)
     c->msg = c->tls || c->prov->offload_min[OFFLOAD_GCM] == SIZE_MAX ? MSG_FALLBACK
                                                                       : MSG_UNDECIDED;
     c->naad = 0;
-    gcm_engine_new_message(c);
+    if (c->g.dirty)
+        gcm_engine_new_message(c);
 }
 
 static __attribute__((noinline)) int init_general(gcm_ctx *c, const unsigned char *key,

@@ -9,6 +9,7 @@
 #define GPUAES_GCM_CTX_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "gpuaes.h"
@@ -63,14 +64,18 @@ typedef struct gcm_ctx {
         int finished;
         int ghash_dead;               /* a final failed: as in the default provider, data
                                          still flows but no tag will verify */
+        int dirty;                    /* the engine took part in the message (start, AAD
+                                         overflow): a new IV must reset the state above */
     } g;
 } gcm_ctx;
 
 /* gcm_engine.c: gpuaes's own GCM engine (c->g).  Each returns 1 on success. */
-/* A new IV: the engine's message state starts afresh (cannot fail; inline:
- * every TLS 1.3 record). */
+/* The engine's message state afresh (cannot fail).  A new IV needs it only
+ * when the engine took part in the last message (g.dirty): most messages,
+ * every TLS 1.3 record's, never reach it. */
 static inline void gcm_engine_new_message(gcm_ctx *c)
 {
+    c->g.dirty = 0;
     memset(&c->g.ctr, 0, sizeof(c->g.ctr));
     memset(c->g.y, 0, sizeof(c->g.y));
     c->g.y_zero = 1;
@@ -87,9 +92,29 @@ int gcm_engine_start(gcm_ctx *c);
 int gcm_engine_stash_overflow(gcm_ctx *c, const unsigned char *in, size_t inl);
 static inline int gcm_engine_stash_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
 {
+    unsigned char *d = c->aad + c->naad;
+
     if (inl > AAD_STASH - c->naad)
         return gcm_engine_stash_overflow(c, in, inl);
-    memcpy(c->aad + c->naad, in, inl);
+    /* Short AAD (a TLS 1.3 record's is 5 bytes) without a call to memcpy:
+     * two overlapping fixed-size copies. */
+    if (inl >= 8 && inl <= 16) {
+        uint64_t a, b;
+
+        memcpy(&a, in, 8);
+        memcpy(&b, in + inl - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + inl - 8, &b, 8);
+    } else if (inl >= 4 && inl < 8) {
+        uint32_t a, b;
+
+        memcpy(&a, in, 4);
+        memcpy(&b, in + inl - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + inl - 4, &b, 4);
+    } else {
+        memcpy(d, in, inl);
+    }
     c->naad += inl;
     return 1;
 }

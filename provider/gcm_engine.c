@@ -193,6 +193,7 @@ int gcm_engine_start(gcm_ctx *c)
 {
     size_t outl;
 
+    c->g.dirty = 1;
     if (!engine_key(c))
         return 0;
     if (!seg_feed(c, c->aad, c->naad))
@@ -224,6 +225,7 @@ int gcm_engine_stash_overflow(gcm_ctx *c, const unsigned char *in, size_t inl)
         c->msg = MSG_FALLBACK;
         return 1;
     }
+    c->g.dirty = 1;
     if (!engine_key(c))
         return 0;
     if (!seg_feed(c, c->aad, c->naad) || !seg_feed(c, in, inl))
