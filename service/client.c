@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "gpuaesd_client.h"
+#include "fdpass.h"
 #include "gpuaesd_load.h"
 #include "sockdir.h"
 
@@ -110,22 +111,14 @@ static int wait_fd(int fd, short ev, int64_t deadline)
 /* Sends one message (with fd when >= 0). */
 static int send_until(int fd, const void *m, size_t n, int pass_fd, int64_t deadline)
 {
-    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int))]; } cb;
+    gpuaesd_cmsg cb;
     struct iovec iov = { (void *)m, n };
     struct msghdr mh = { 0 };
 
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
-    if (pass_fd >= 0) {
-        memset(&cb, 0, sizeof(cb));
-        mh.msg_control = cb.b;
-        mh.msg_controllen = sizeof(cb.b);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-    }
+    if (pass_fd >= 0)
+        gpuaesd_fd_attach(&mh, &cb, pass_fd);
     for (;;) {
         ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
 
@@ -140,7 +133,7 @@ static int send_until(int fd, const void *m, size_t n, int pass_fd, int64_t dead
  * With rfd, the first descriptor it carries (else -1; any other is closed). */
 static ssize_t recv_fd_until(int fd, void *m, size_t n, int *rfd, int64_t deadline)
 {
-    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int) * 4)]; } cb;
+    gpuaesd_cmsg cb;
     struct iovec iov = { m, n };
     struct msghdr mh = { 0 };
 
@@ -151,23 +144,11 @@ static ssize_t recv_fd_until(int fd, void *m, size_t n, int *rfd, int64_t deadli
     for (;;) {
         ssize_t r;
 
-        mh.msg_control = rfd != NULL ? cb.b : NULL;
-        mh.msg_controllen = rfd != NULL ? sizeof(cb.b) : 0;
+        if (rfd != NULL)
+            gpuaesd_fd_expect(&mh, &cb);
         r = recvmsg(fd, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
-        for (struct cmsghdr *c = r >= 0 && rfd != NULL ? CMSG_FIRSTHDR(&mh) : NULL; c != NULL;
-             c = CMSG_NXTHDR(&mh, c)) {
-            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-                continue;
-            for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-                int f;
-
-                memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-                if (*rfd < 0)
-                    *rfd = f;
-                else
-                    close(f);
-            }
-        }
+        if (r >= 0 && rfd != NULL)
+            *rfd = gpuaesd_fd_take(&mh);
         if (r > 0)
             return (size_t)r <= n ? r : -1;
         if (r == 0 || (errno != EAGAIN && errno != EINTR) || wait_fd(fd, POLLIN, deadline) != 0)

@@ -30,10 +30,10 @@
 #include <unistd.h>
 
 #include "gpuaes_gpu.h"
+#include "fdpass.h"
 #include "service.h"
 
 #define MAX_CLIENTS 256
-#define MAX_FDS 8                      /* fds one message may carry; more are dropped by the kernel */
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t table_empty = PTHREAD_COND_INITIALIZER;
@@ -143,7 +143,7 @@ typedef struct client {
  * an error, -2 for a message longer than n (framing). */
 static ssize_t recv_msg(int fd, void *buf, size_t n, int *rfd)
 {
-    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int) * MAX_FDS)]; } cb;
+    gpuaesd_cmsg cb;
     struct iovec iov = { buf, n };
     struct msghdr mh = { 0 };
     ssize_t got;
@@ -151,28 +151,12 @@ static ssize_t recv_msg(int fd, void *buf, size_t n, int *rfd)
     *rfd = -1;
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
-    mh.msg_control = cb.b;
-    mh.msg_controllen = sizeof(cb.b);
+    gpuaesd_fd_expect(&mh, &cb);
     do
         got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
     while (got < 0 && errno == EINTR);
-    if (got >= 0) {
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
-            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-                continue;
-            size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-            for (size_t i = 0; i < k; i++) {
-                int f;
-
-                memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-                if (*rfd < 0)
-                    *rfd = f;
-                else
-                    close(f);
-            }
-        }
-    }
+    if (got >= 0)
+        *rfd = gpuaesd_fd_take(&mh);
     if (got > 0 && (mh.msg_flags & MSG_TRUNC))
         return -2;
     return got;
@@ -193,7 +177,7 @@ static int send_reply(client *c, const void *m, size_t n);
 /* The hello reply, with the published load's descriptor when there is one. */
 static int send_hello_reply(client *c, const gpuaesd_hello_reply *rep)
 {
-    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int))]; } cb;
+    gpuaesd_cmsg cb;
     struct iovec iov = { (void *)rep, sizeof(*rep) };
     struct msghdr mh = { 0 };
     int fd = rep->status == GPUAESD_OK ? gpuaesd_publish_fd() : -1;
@@ -201,15 +185,9 @@ static int send_hello_reply(client *c, const gpuaesd_hello_reply *rep)
 
     if (fd < 0)
         return send_reply(c, rep, sizeof(*rep));
-    memset(&cb, 0, sizeof(cb));
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
-    mh.msg_control = cb.b;
-    mh.msg_controllen = sizeof(cb.b);
-    CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-    CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-    CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(int));
+    gpuaesd_fd_attach(&mh, &cb, fd);
     pthread_mutex_lock(&c->send_mu);
     do
         w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);

@@ -1,0 +1,45 @@
+/* fdpass.c - see fdpass.h. */
+#include "fdpass.h"
+
+#include <string.h>
+#include <unistd.h>
+
+void gpuaesd_fd_attach(struct msghdr *mh, gpuaesd_cmsg *cb, int fd)
+{
+    struct cmsghdr *c;
+
+    memset(cb, 0, sizeof(*cb));
+    mh->msg_control = cb->b;
+    mh->msg_controllen = CMSG_SPACE(sizeof(int));
+    c = CMSG_FIRSTHDR(mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+}
+
+void gpuaesd_fd_expect(struct msghdr *mh, gpuaesd_cmsg *cb)
+{
+    mh->msg_control = cb->b;
+    mh->msg_controllen = sizeof(cb->b);
+}
+
+int gpuaesd_fd_take(struct msghdr *mh)
+{
+    int first = -1;
+
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+            int f;
+
+            memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (first < 0)
+                first = f;
+            else
+                close(f);
+        }
+    }
+    return first;
+}

@@ -1,0 +1,28 @@
+/*
+ * fdpass.h - a descriptor passed with a message (SCM_RIGHTS), built and taken
+ * the same way at both ends of gpuaesd's socket (client.c, serve.c).
+ */
+#ifndef GPUAESD_FDPASS_H
+#define GPUAESD_FDPASS_H
+
+#include <sys/socket.h>
+
+#define GPUAESD_FDS_MAX 8              /* descriptors one received message may carry; more are
+                                          dropped by the kernel (MSG_CTRUNC) */
+
+typedef union {
+    struct cmsghdr c;
+    char b[CMSG_SPACE(sizeof(int) * GPUAESD_FDS_MAX)];
+} gpuaesd_cmsg;
+
+/* mh (its iov set) will carry fd: its control data in cb. */
+void gpuaesd_fd_attach(struct msghdr *mh, gpuaesd_cmsg *cb, int fd);
+
+/* mh's control data set to receive into cb. */
+void gpuaesd_fd_expect(struct msghdr *mh, gpuaesd_cmsg *cb);
+
+/* After a recvmsg into mh: the first descriptor it carried, -1 if none;
+ * every other one is closed (a peer may send any number). */
+int gpuaesd_fd_take(struct msghdr *mh);
+
+#endif
