@@ -114,9 +114,10 @@ gpuaes_test(NAME kat_service_nogcm_emu COMMAND ${_svc_run} served $<TARGET_FILE:
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} GPUAES_EMU_NO_GCM=1 TIMEOUT 120)
 # `openssl list -providers -verbose` in service mode: the service's state,
 # nothing started by asking.
-add_test(NAME service_list_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service_list.sh
-  $<TARGET_FILE:gpuaesd_emu> ${CMAKE_BINARY_DIR}/emu)
-set_tests_properties(service_list_emu PROPERTIES LABELS "emu;service" TIMEOUT 60)
+# (the openssl CLI gets the ASan runtime preloaded in that build, as the cli test's)
+gpuaes_test(NAME service_list_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service_list.sh
+  $<TARGET_FILE:gpuaesd_emu> ${CMAKE_BINARY_DIR}/emu
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "${_cli_env}" TIMEOUT 60)
 # Four client processes, the service SIGKILLed at a random point; one process
 # of four threads, the service SIGSTOPped for 1.5 s (jobs time out at 300 ms
 # and finish on the CPU, the service is left alone for its back-off, then

@@ -7,6 +7,7 @@ svc=$1 mod=$2
 dir=$(mktemp -d /tmp/gpuaes-list-XXXXXX)/s
 trap 'pid=$("$svc" --socket-dir "$dir" --status 2>/dev/null | sed -n "s/^gpuaesd: serving, pid \([0-9]*\).*/\1/p"); [ -n "$pid" ] && kill "$pid"; rm -rf "$(dirname "$dir")"' EXIT
 list() { GPUAES_GPU_BACKEND=service GPUAES_SERVICE_DIR=$dir GPUAES_SERVICE_PATH=$svc \
+  LD_PRELOAD=${GPUAES_TEST_PRELOAD:-} \
   openssl list -providers -verbose -provider-path "$mod" -provider gpuaes 2>&1 | grep "name: gpuaes"; }
 out=$(list)
 echo "$out"
