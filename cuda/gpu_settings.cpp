@@ -21,6 +21,12 @@ struct AtforkAtLoad {
 
 } // namespace
 
+int64_t idle_release_ns()
+{
+    const unsigned ms = gpu_settings().idle_release_ms;
+    return int64_t(ms != 0 ? ms : GPUAES_IDLE_RELEASE_MS_DEFAULT) * 1000000;
+}
+
 gpuaes_gpu_settings gpu_settings()
 {
     pthread_mutex_lock(&g_lock);

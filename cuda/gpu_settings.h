@@ -3,6 +3,8 @@
 #ifndef GPUAES_GPU_SETTINGS_H
 #define GPUAES_GPU_SETTINGS_H
 
+#include <cstdint>
+
 #include "gpuaes_gpu.h"
 
 namespace gpuaes {
@@ -10,6 +12,9 @@ namespace gpuaes {
 // A copy of the settings in force: the latest gpuaes_gpu_configure(), or the
 // built-in defaults when there was none.
 gpuaes_gpu_settings gpu_settings();
+
+// How long a slot or a pooled window may stay idle before it is freed.
+int64_t idle_release_ns();
 
 } // namespace gpuaes
 

@@ -61,10 +61,9 @@ void gpu_resources_release(bool final);
 // Monotonic clock in nanoseconds (idle times).
 int64_t mono_ns();
 
-// Slots and pooled windows idle for this long are wiped and freed by the
-// idle release thread (started on demand, joined by the release above,
-// never running in a forked child).
-constexpr int64_t kIdleReleaseNs = int64_t(2) * 1000 * 1000 * 1000;
+// Slots and pooled windows idle for idle_release_ns() (gpu_settings.h) are
+// wiped and freed by the idle release thread (started on demand, joined by
+// the release above, never running in a forked child).
 
 // Something became idle (a slot was made, a window pooled): the idle release
 // thread runs (started if need be) until nothing idle is left.  Cheap when

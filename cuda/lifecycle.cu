@@ -1,5 +1,5 @@
 // lifecycle.cu - giving the GPU layer's resources back: the idle release
-// thread (slots and pooled keystream windows idle for kIdleReleaseNs are
+// thread (slots and pooled keystream windows idle for idle_release_ns() are
 // wiped and freed) and gpu_resources_release() (provider unload, exit).
 // See gpu_state.h for the contracts.
 //
@@ -14,6 +14,7 @@
 #include <signal.h>
 
 #include "copy_pool.h"
+#include "gpu_settings.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
 
@@ -41,12 +42,13 @@ timespec deadline_in(int64_t ns)
 
 void *trim_main(void *)
 {
+    const int64_t idle = idle_release_ns();
     bool held = true;
     pthread_mutex_lock(&g_tlock);
     while (!g_stop) {
         if (held || g_kicked) {
             // Half the bound: a slot or window goes at most 1.5 x the bound after it became idle.
-            const timespec until = deadline_in(kIdleReleaseNs / 2);
+            const timespec until = deadline_in(idle / 2);
             int rc = 0;
             while (!g_stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&g_tcond, &g_tlock, &until);
         } else {
@@ -56,8 +58,8 @@ void *trim_main(void *)
         g_kicked = false;
         pthread_mutex_unlock(&g_tlock);
         const int64_t now = mono_ns();
-        const bool slots = staging_trim(now, kIdleReleaseNs);
-        const bool windows = keystream_trim(now, kIdleReleaseNs);
+        const bool slots = staging_trim(now, idle);
+        const bool windows = keystream_trim(now, idle);
         held = slots || windows;
         pthread_mutex_lock(&g_tlock);
     }

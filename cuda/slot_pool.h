@@ -3,7 +3,7 @@
 // idle or at release (cuda/ internal).
 //
 // Up to kMaxSlots slots, created on demand and reused (buffers are never
-// allocated per call); a slot idle for kIdleReleaseNs is freed by the idle
+// allocated per call); a slot idle for idle_release_ns() is freed by the idle
 // release thread (lifecycle.cu: staging_trim).  A caller that finds none
 // free, or whose new slot gpu_memory_max would not hold (memory_cap.h: also
 // while an allocation that found memory full is backed off from), gets

@@ -119,6 +119,7 @@ typedef enum gpuaes_fault {        /* GPUAES_FAULT: the GPU stage that fails on 
 #define GPUAES_STAGING_ZEROCOPY_DEFAULT ((size_t)1 << 20)
 #define GPUAES_STAGING_TRACE_MAX    (1L << 30)
 #define GPUAES_COPY_THREADS_MAX     64
+#define GPUAES_IDLE_RELEASE_MS_DEFAULT 2000
 #define GPUAES_COPY_PART_DEFAULT    ((size_t)256 << 10)
 #define GPUAES_COPY_PART_MIN        ((size_t)4 << 10)
 #define GPUAES_COPY_PART_MAX        ((size_t)64 << 20)
@@ -139,12 +140,15 @@ typedef struct gpuaes_gpu_settings {
     size_t copy_part;              /* the largest part of a copy one thread takes */
     int copy_stream;               /* non-temporal stores into the caller's output */
     size_t gpu_memory_max;         /* pinned + device bytes of slots and windows (SIZE_MAX: no cap) */
+    unsigned idle_release_ms;      /* slots and windows idle this long are freed (gpuaesd: its
+                                      own idle time, so a warm service stays warm) */
 } gpuaes_gpu_settings;
 
 #define GPUAES_GPU_SETTINGS_DEFAULT                                           \
     { 0, 0, GPUAES_FAULT_NONE, GPUAES_STAGING_CHUNK_DEFAULT,                  \
       GPUAES_STAGING_LANES_DEFAULT, GPUAES_STAGING_FIRST_DEFAULT,             \
-      GPUAES_STAGING_ZEROCOPY_DEFAULT, 0, 0, GPUAES_COPY_PART_DEFAULT, 1, (size_t)-1 }
+      GPUAES_STAGING_ZEROCOPY_DEFAULT, 0, 0, GPUAES_COPY_PART_DEFAULT, 1, (size_t)-1, \
+      GPUAES_IDLE_RELEASE_MS_DEFAULT }
 
 /* Process-wide; each part of the layer takes the values in force at its
  * first use (in practice those of the first provider load). */

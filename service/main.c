@@ -246,8 +246,15 @@ int main(int argc, char **argv)
     }
     if (jobs == 0 && jobs_env != NULL)   /* ignored unless 1..64 */
         jobs = strtol(jobs_env, NULL, 10);
-    gpuaesd_serve_init(jobs >= 1 && jobs <= (long)GPUAESD_INFLIGHT_MAX ? (unsigned)jobs : 0);
-    gpuaes_gpu_available();            /* starts the GPU's initialisation; jobs get BUSY until it is over */
+    unsigned per_client = gpuaesd_serve_init(jobs >= 1 && jobs <= (long)GPUAESD_INFLIGHT_MAX ? (unsigned)jobs : 0);
+    /* The layer keeps what the warm-up made while the service lives (an
+     * idle service exits and gives it all back). */
+    gpuaes_gpu_settings gs = GPUAES_GPU_SETTINGS_DEFAULT;
+    const long keep_s = idle_s == 0 || idle_s > 3600 ? 3600 : idle_s;   /* 0: never exits */
+    if (keep_s * 1000 > (long)gs.idle_release_ms)
+        gs.idle_release_ms = (unsigned)keep_s * 1000;
+    gpuaes_gpu_configure(&gs);
+    gpuaesd_warm_start(per_client);    /* the GPU's start-up and warm-up; jobs get BUSY until both are over */
     gpuaesd_log("serving %s (idle exit %ld s)", dir, idle_s);
     if (ready >= 0) {
         (void)!write(ready, "\1", 1);
@@ -277,6 +284,7 @@ int main(int argc, char **argv)
             unlink(sa.sun_path);
     }
     close(lfd);
+    gpuaesd_warm_stop();
     if (gpuaesd_clients_stop(5000) == 0)
         gpuaes_gpu_shutdown();         /* wipes and frees what the layer holds */
     return 0;

@@ -33,8 +33,7 @@ static void publish_locked(void)
 {
     if (table == NULL)
         return;
-    cur.gpu_up = !gpuaes_gpu_started() ? GPUAESD_GPU_STARTING
-                 : gpuaes_gpu_available() ? GPUAESD_GPU_READY : GPUAESD_GPU_NONE;
+    cur.gpu_up = (uint32_t)gpuaesd_gpu_up();
     cur.stamp_ns = now_ns();
     gpuaesd_load_write(table, &cur);
 }

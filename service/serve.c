@@ -105,9 +105,9 @@ void gpuaesd_status_fill(gpuaesd_status_reply *st)
     st->register_failed = atomic_load(&n_register_failed);
     st->jobs_direct = atomic_load(&n_jobs_direct);
     st->bytes_direct = atomic_load(&n_bytes_direct);
-    st->gpu_up = !gpuaes_gpu_started() ? GPUAESD_GPU_STARTING
-                 : gpuaes_gpu_available() ? GPUAESD_GPU_READY : GPUAESD_GPU_NONE;
-    strncpy(st->gpu, gpuaes_gpu_state(), sizeof(st->gpu) - 1);
+    st->gpu_up = (uint32_t)gpuaesd_gpu_up();
+    strncpy(st->gpu, st->gpu_up == GPUAESD_GPU_STARTING && gpuaes_gpu_started() ? "GPU warming up"
+            : gpuaes_gpu_state(), sizeof(st->gpu) - 1);
 }
 
 /* Registration of a client's segment for DMA (client.dma). */
@@ -317,10 +317,12 @@ static gpuaes_op op_of(uint32_t op)
 static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
 {
     gpuaes_job job;
-    gpuaes_key *key = gpuaes_key_new(r->key, r->keylen);
+    gpuaes_key *key;
 
     rep->status = GPUAESD_BUSY;
-    if (key == NULL)
+    if (gpuaesd_gpu_up() != GPUAESD_GPU_READY)   /* starting, or warming up (warm.c) */
+        return;
+    if ((key = gpuaes_key_new(r->key, r->keylen)) == NULL)
         return;
     memset(&job, 0, sizeof(job));
     job.op = op_of(r->op);
@@ -545,8 +547,10 @@ static void *client_main(void *arg)
     return NULL;
 }
 
-void gpuaesd_serve_init(unsigned jobs_per_client)
+unsigned gpuaesd_serve_init(unsigned jobs_per_client)
 {
+    unsigned n;
+
     pthread_mutex_lock(&table_lock);
     if (jobs_per_client >= 1 && jobs_per_client <= GPUAESD_INFLIGHT_MAX)
         max_inflight = jobs_per_client;
@@ -558,8 +562,10 @@ void gpuaesd_serve_init(unsigned jobs_per_client)
         gpuaesd_log("GPUAESD_DMA=0: client segments are not registered for DMA");
     atomic_store(&started_ms, gpuaesd_now_ms());
     atomic_store(&last_activity, gpuaesd_now_ms());
+    n = max_inflight;
     pthread_mutex_unlock(&table_lock);
     gpuaesd_publish_init();
+    return n;
 }
 
 int gpuaesd_serve(int fd, pid_t pid)

@@ -13,8 +13,9 @@
 #include "gpuaesd_proto.h"
 
 /* Before the first client; jobs_per_client: the jobs of one connection run
- * at once (1..GPUAESD_INFLIGHT_MAX; anything else keeps the default, 4). */
-void gpuaesd_serve_init(unsigned jobs_per_client);
+ * at once (1..GPUAESD_INFLIGHT_MAX; anything else keeps the default, 4).
+ * Returns the number in force. */
+unsigned gpuaesd_serve_init(unsigned jobs_per_client);
 
 /* Serves the connected, uid-checked socket fd on a thread of its own (which
  * closes it).  -1 when no thread could be made or the client table is full:
@@ -54,6 +55,13 @@ void gpuaesd_publish_end(uint32_t op, uint64_t len, int whole, uint64_t ns, unsi
 
 /* Zeroes n bytes in a way the compiler keeps. */
 void gpuaesd_wipe(void *p, size_t n);
+
+/* warm.c: the GPU layer's start-up and warm-up (a small job of every op on
+ * `jobs` threads) in the background; gpu_up is GPUAESD_GPU_STARTING until
+ * both are over, and jobs are answered BUSY meanwhile.  stop: joins it. */
+void gpuaesd_warm_start(unsigned jobs);
+void gpuaesd_warm_stop(void);
+int gpuaesd_gpu_up(void);
 
 /* Logs to stderr when it is a terminal or a file (foreground); never secrets. */
 void gpuaesd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

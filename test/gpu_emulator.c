@@ -23,7 +23,8 @@
  * makes every N-th job run (counted process-wide) fail after half its blocks
  * (GPUAES_FAILED, done = half), and the state string reports the most jobs
  * that ran at once ("at most N jobs at once"), so that tests see the
- * service's concurrency.  gpuaes_host_copy is a plain memcpy.
+ * service's concurrency.  GPUAES_EMU_COLD_MS=N: the first job of each op
+ * waits N ms (a cold GPU layer).  gpuaes_host_copy is a plain memcpy.
  */
 #define _POSIX_C_SOURCE 200809L  /* nanosleep */
 #include <pthread.h>
@@ -570,6 +571,17 @@ static void emu_run(gpuaes_job *job)
         long ms = d != NULL ? strtol(d, NULL, 10) : 0;
 
         if (ms > 0) {
+            struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+
+            nanosleep(&t, NULL);
+        }
+        /* GPUAES_EMU_COLD_MS: the first job of each op in the process waits
+         * this long (the real layer's one-time costs: a slot's pinned and
+         * device memory, a kernel's module loaded at its first launch). */
+        static atomic_int cold_done[GPUAES_GCM_DECRYPT + 1];
+        d = getenv("GPUAES_EMU_COLD_MS");
+        ms = d != NULL ? strtol(d, NULL, 10) : 0;
+        if (ms > 0 && (unsigned)job->op <= GPUAES_GCM_DECRYPT && !atomic_exchange(&cold_done[job->op], 1)) {
             struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
 
             nanosleep(&t, NULL);

@@ -25,8 +25,9 @@ add_dependencies(test_service gpuaesd_emu)
 # unit starts it (fd 3, LISTEN_PID/LISTEN_FDS); inflight: several jobs at once
 # on one connection, and a client that sends more than max_inflight is throttled;
 # load: the published load (seqlock across processes, hostile tables, two
-# connections seeing each other's jobs, a table no client can write).
-foreach(t diff fuzz uid dir kill activation inflight load)
+# connections seeing each other's jobs, a table no client can write); warm:
+# no job waits on a cold GPU layer (the service warms it before it serves).
+foreach(t diff fuzz uid dir kill activation inflight load warm)
   add_test(NAME service_${t} COMMAND test_service ${t} $<TARGET_FILE:gpuaesd_emu>)
   set_tests_properties(service_${t} PROPERTIES LABELS "emu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()

@@ -57,6 +57,19 @@ static void nap_ms(long ms)
     nanosleep(&t, NULL);
 }
 
+int svc_wait_warm(const char *dir, int ms)
+{
+    gpuaesd_status_reply st;
+
+    for (int waited = 0;; waited += 10) {
+        if (gpuaesd_query_status(dir, &st, 100) == 0 && st.gpu_up != GPUAESD_GPU_STARTING)
+            return (int)st.gpu_up;
+        if (waited >= ms)
+            return -1;
+        nap_ms(10);
+    }
+}
+
 pid_t svc_start_fg(const char *service, const char *dir)
 {
     pid_t pid = fork();
@@ -66,12 +79,8 @@ pid_t svc_start_fg(const char *service, const char *dir)
         _exit(127);
     }
     for (int i = 0; pid > 0 && i < 2000; i++) {
-        int fd = gpuaesd_dial(dir, 100);
-
-        if (fd >= 0) {
-            close(fd);
+        if (svc_wait_warm(dir, 100) >= 0)
             return pid;
-        }
         nap_ms(10);
     }
     fprintf(stderr, "the service did not start\n");

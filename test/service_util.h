@@ -14,10 +14,14 @@ void svc_tmpdir(char dir[64]);
 void svc_rmdir(const char *dir);
 
 /* gpuaesd --foreground --idle-exit 0 in dir, as our child; returns once it
- * answers.  svc_stop: SIGTERM, then its exit status (0: clean, sanitizers
+ * answers and its GPU is up and warm (or known absent).  svc_stop: SIGTERM, then its exit status (0: clean, sanitizers
  * included), -1 if it did not end within 20 s (then killed). */
 pid_t svc_start_fg(const char *service, const char *dir);
 int svc_stop(pid_t pid);
+
+/* Waits (up to ms) until the service of dir is past its GPU's start-up and
+ * warm-up (service/warm.c): its gpu_up (GPUAESD_GPU_READY or _NONE), or -1. */
+int svc_wait_warm(const char *dir, int ms);
 
 /* Waits (up to ms) until nobody answers in dir. */
 int svc_wait_gone(const char *dir, int ms);

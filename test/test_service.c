@@ -54,19 +54,12 @@ static void stop_detached(const char *dir)
     TEST_CHECK(svc_wait_gone(dir, 20000) == 0);
 }
 
-/* --gpu: 0 once the service's GPU is up, 77 when it has none. */
+/* 0 once the service's GPU is up and warm, 77 when it has none. */
 static int gpu_ready(const char *dir)
 {
-    gpuaesd_status_reply st;
+    const int up = svc_wait_warm(dir, 30000);
 
-    for (int i = 0; i < 600; i++) {
-        if (gpuaesd_query_status(dir, &st, 2000) != 0)
-            return 1;
-        if (strncmp(st.gpu, "GPU not started", 15) != 0 && strncmp(st.gpu, "GPU starting", 12) != 0)
-            return strncmp(st.gpu, "no usable GPU", 13) == 0 || strncmp(st.gpu, "disabled", 8) == 0 ? 77 : 0;
-        usleep(50 * 1000);
-    }
-    return 1;
+    return up == GPUAESD_GPU_READY ? 0 : up == GPUAESD_GPU_NONE ? 77 : 1;
 }
 
 typedef struct { const char *dir, *service; gpuaesd_conn *c; } starter;
@@ -181,11 +174,11 @@ static int run_diff(const char *service, int gpu)
     c = start_race(dir, service);
     if (c == NULL)
         return 1;
-    if (gpu && (rc = gpu_ready(dir)) != 0) {
+    if ((rc = gpu_ready(dir)) != 0) {   /* 77 (skipped) only for the real service, --gpu */
         gpuaesd_close(c);
         stop_detached(dir);
         svc_rmdir(dir);
-        return rc;
+        return gpu ? rc : 1;
     }
     wait_dma_settled(dir);
     for (unsigned op = 1; op <= GPUAESD_OP_LAST; op++)
@@ -255,6 +248,7 @@ static int run_kill(const char *service)
 
     svc_tmpdir(dir);
     setenv("GPUAES_EMU_JOB_DELAY_MS", "3000", 1);     /* the service inherits it: every job takes 3 s */
+    setenv("GPUAESD_WARM", "0", 1);                   /* (and no warm-up of 8 such jobs) */
     c = gpuaesd_connect(dir, service, (size_t)1 << 20, 20000, err, sizeof(err));
     TEST_CHECK(c != NULL && (pid = service_pid(dir)) > 0);
     if (c == NULL)
@@ -282,14 +276,72 @@ static int run_kill(const char *service)
         TEST_CHECK(svc_job_check(c, 0, (size_t)64 << 10, 1, 20000) == 1);
     gpuaesd_close(c);
     stop_detached(dir);
+    unsetenv("GPUAESD_WARM");
     svc_rmdir(dir);
     return test_report("service kill");
+}
+
+/* The service warms its GPU layer before it serves (service/warm.c): with
+ * the emulated layer's first job of each op taking 2.5 s (a cold layer), no
+ * client job may wait that long: jobs are answered BUSY at once while the
+ * service warms up, STATUS says so, and once it says READY every op runs on
+ * the GPU without the cold wait. */
+static int run_warm(const char *service)
+{
+    enum { COLD_MS = 2500, BOUND_MS = 1200 };
+    char dir[64], err[256];
+    gpuaesd_status_reply st;
+    gpuaesd_conn *c;
+    int saw_warming = 0, ready = 0;
+    long long worst = 0, t0;
+
+    svc_tmpdir(dir);
+    setenv("GPUAES_EMU_INIT_MS", "200", 1);   /* the service inherits both */
+    setenv("GPUAES_EMU_COLD_MS", "2500", 1);
+    c = gpuaesd_connect(dir, service, (size_t)1 << 20, 20000, err, sizeof(err));
+    TEST_CHECK(c != NULL);
+    unsetenv("GPUAES_EMU_COLD_MS");
+    unsetenv("GPUAES_EMU_INIT_MS");
+    if (c == NULL)
+        return test_report("service warm");
+    t0 = now_ms();
+    while (!ready && now_ms() - t0 < 60000) {
+        for (unsigned op = GPUAESD_OP_ECB_ENCRYPT; op <= GPUAESD_OP_LAST; op++) {
+            long long t = now_ms();
+
+            TEST_CHECK(svc_job_check(c, op, (size_t)64 << 10, 0, 20000) == 1);
+            if (now_ms() - t > worst)
+                worst = now_ms() - t;
+        }
+        TEST_CHECK(gpuaesd_query_status(dir, &st, 5000) == 0);
+        if (st.gpu_up == GPUAESD_GPU_STARTING)
+            saw_warming |= strcmp(st.gpu, "GPU warming up") == 0;
+        ready = st.gpu_up == GPUAESD_GPU_READY;
+        usleep(20 * 1000);
+    }
+    TEST_CHECK(ready);
+    TEST_CHECK(saw_warming);
+    /* warm: every op on the GPU, none of them cold */
+    for (unsigned op = GPUAESD_OP_ECB_ENCRYPT; ready && op <= GPUAESD_OP_LAST; op++) {
+        long long t = now_ms();
+
+        TEST_CHECK(svc_job_check(c, op, (size_t)64 << 10, 1, 20000) == 1);
+        if (now_ms() - t > worst)
+            worst = now_ms() - t;
+    }
+    if (worst >= BOUND_MS)
+        fprintf(stderr, "a job waited %lld ms (the cold layer's %d ms)\n", worst, COLD_MS);
+    TEST_CHECK(worst < BOUND_MS);
+    gpuaesd_close(c);
+    stop_detached(dir);
+    svc_rmdir(dir);
+    return test_report("service warm");
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: test_service diff|kill|fuzz|uid|dir|activation|inflight|load SERVICE [--gpu]\n");
+        fprintf(stderr, "usage: test_service diff|kill|fuzz|uid|dir|activation|inflight|load|warm SERVICE [--gpu]\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -308,6 +360,8 @@ int main(int argc, char **argv)
         return svc_run_activation(argv[2]);
     if (strcmp(argv[1], "load") == 0)
         return svc_run_load(argv[2]);
+    if (strcmp(argv[1], "warm") == 0)
+        return run_warm(argv[2]);
     if (strcmp(argv[1], "inflight") == 0)
         return svc_run_inflight(argv[2]);
     return 2;

@@ -97,6 +97,8 @@ int svc_run_activation(const char *service)
     c = gpuaesd_connect(dir, NULL, 4 << 20, 20000, err, sizeof(err));
     if (c == NULL)
         FAIL("connect to the activated service: %s", err);
+    if (svc_wait_warm(dir, 20000) != GPUAESD_GPU_READY)
+        FAIL("the activated service's GPU did not come up");
     for (int i = 0; i < 24; i++)
         if (svc_job_check(c, 0, 1 << 20, 1, 20000) != 1)
             FAIL("job %d through the activated service", i);

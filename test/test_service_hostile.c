@@ -508,6 +508,7 @@ int svc_run_dir(const char *service)
     /* missing: made 0700, and served */
     c = gpuaesd_connect(sub, service, 4096, 20000, err, sizeof(err));
     TEST_CHECK(c != NULL && stat(sub, &sb) == 0 && (sb.st_mode & 0777) == 0700);
+    TEST_CHECK(svc_wait_warm(sub, 20000) == GPUAESD_GPU_READY);
     TEST_CHECK(svc_job_check(c, 0, 1024, 1, 20000) == 1);
     TEST_CHECK(gpuaesd_query_status(sub, &st, 2000) == 0);
     gpuaesd_close(c);
@@ -571,8 +572,10 @@ int svc_run_inflight(const char *service)
 
     svc_tmpdir(dir);
     setenv("GPUAES_EMU_JOB_DELAY_MS", "200", 1);   /* the service inherits it */
+    setenv("GPUAESD_WARM", "0", 1);                /* the peak below counts this test's jobs only */
     pid = svc_start_fg(service, dir);
     unsetenv("GPUAES_EMU_JOB_DELAY_MS");
+    unsetenv("GPUAESD_WARM");
     c = gpuaesd_connect(dir, NULL, HSEG, 5000, err, sizeof(err));
     TEST_CHECK(c != NULL && (m = gpuaesd_max_inflight(c)) == 4);
     if (c == NULL || m != 4)

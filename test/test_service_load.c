@@ -311,8 +311,10 @@ static void test_service(const char *service)
 
     svc_tmpdir(dir);
     setenv("GPUAES_EMU_JOB_DELAY_MS", "2000", 1);   /* the service's jobs: slow enough to be seen */
+    setenv("GPUAESD_WARM", "0", 1);                 /* the table counts this test's jobs only */
     pid = svc_start_fg(service, dir);
     unsetenv("GPUAES_EMU_JOB_DELAY_MS");
+    unsetenv("GPUAESD_WARM");
     a = gpuaesd_connect(dir, NULL, (size_t)1 << 20, 5000, err, sizeof(err));
     b = gpuaesd_connect(dir, NULL, (size_t)1 << 20, 5000, err, sizeof(err));
     CHECK(a != NULL && b != NULL, "connect: %s", err);
