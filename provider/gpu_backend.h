@@ -23,8 +23,8 @@ typedef struct gpu_backend {
     int (*available)(void);
     int (*wait)(void);
     /* For the call that crossed gpu_start_bytes: in-process it waits for the
-     * start-up (offload.c says why); the service is started in the background
-     * and this never blocks. */
+     * start-up (offload.c says why); the service is started in the background,
+     * and this waits at most 3 ms for the connection (gpu_remote.c). */
     int (*start)(void);
     int (*supports)(gpuaes_op op);
     const char *(*description)(void);

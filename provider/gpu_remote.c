@@ -275,13 +275,13 @@ static void *starter_main(void *arg)
 /* Under R.mu: starts a connect in the background if none runs and the
  * back-off allows.  The thread blocks every signal (the application's
  * handlers run on its own threads). */
-static void kick_locked(void)
+static int kick_locked(void)
 {
     int st = atomic_load(&R.state);
     sigset_t all, old;
 
     if (R.disabled || st == R_STARTING || st == R_UP || (st == R_DOWN && now_ms() < R.retry_at))
-        return;
+        return 0;
     if (R.starter_joinable) {          /* over: it set the state under R.mu */
         pthread_join(R.starter, NULL);
         R.starter_joinable = 0;
@@ -296,6 +296,7 @@ static void kick_locked(void)
         atomic_store(&R.state, R_DOWN);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return R.starter_joinable;
 }
 
 /* An op the service answered BUSY for (its GPU starting, or unable to run
@@ -303,18 +304,69 @@ static void kick_locked(void)
 #define BUSY_HOLD_MS 20
 static _Atomic long long busy_until[GPUAESD_OP_LAST + 1];
 
+/* Whether the service's GPU is up and warm, as its published load says (no
+ * table: its answers will tell).  Jobs sent before would only come back BUSY,
+ * each having cost its copy in. */
+static int service_gpu_ready(void)
+{
+    const gpuaesd_load_table *t;
+    gpuaesd_load v;
+    int ready;
+
+    atomic_fetch_add(&load_readers, 1);
+    t = atomic_load(&load_table);
+    ready = t == NULL || gpuaesd_load_read(t, &v) != 0 || v.gpu_up == GPUAESD_GPU_READY;
+    atomic_fetch_sub(&load_readers, 1);
+    return ready;
+}
+
 static int remote_available(void)
 {
     int st = atomic_load_explicit(&R.state, memory_order_acquire);
 
     if (st == R_UP)
-        return 1;
+        return service_gpu_ready();
     if (R.disabled || st == R_STARTING || (st == R_DOWN && now_ms() < atomic_load(&R.retry_at)))
         return 0;                      /* the common answers, without the lock */
     pthread_mutex_lock(&R.mu);
     kick_locked();
     pthread_mutex_unlock(&R.mu);
-    return atomic_load(&R.state) == R_UP;
+    return atomic_load(&R.state) == R_UP && service_gpu_ready();
+}
+
+/*
+ * The call that starts the connection (offload_gpu_up, past gpu_start_bytes)
+ * waits up to FIRST_WAIT_MS for it: a running service answers its hello in
+ * well under that, and then this call, a fresh process's first large one,
+ * can already run on the GPU (a GCM message keeps the engine its first data
+ * chose).  A service that must be started takes hundreds of ms: the call
+ * goes on on the CPU after the wait.  Only the caller that began the start
+ * waits; every other call meanwhile answers at once.
+ */
+#define FIRST_WAIT_MS 3
+
+static int remote_start(void)
+{
+    struct timespec until;
+    int st = atomic_load_explicit(&R.state, memory_order_acquire);
+
+    if (st == R_UP)
+        return service_gpu_ready();
+    if (R.disabled || st == R_STARTING || (st == R_DOWN && now_ms() < atomic_load(&R.retry_at)))
+        return 0;
+    pthread_mutex_lock(&R.mu);
+    if (kick_locked()) {
+        clock_gettime(CLOCK_REALTIME, &until);      /* R.cv's clock */
+        until.tv_nsec += FIRST_WAIT_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (atomic_load(&R.state) == R_STARTING && pthread_cond_timedwait(&R.cv, &R.mu, &until) == 0)
+            ;
+    }
+    pthread_mutex_unlock(&R.mu);
+    return atomic_load(&R.state) == R_UP && service_gpu_ready();
 }
 
 /* For explicit questions (the gpu-available parameter, tests): waits for a
@@ -789,7 +841,7 @@ static void remote_shutdown(void)
 
 const gpu_backend gpu_backend_service = {
     "service",
-    remote_available, remote_wait, remote_available, remote_supports, remote_description,
+    remote_available, remote_wait, remote_start, remote_supports, remote_description,
     remote_started, remote_state, remote_run, remote_key_new, remote_key_free,
     remote_ks_window_new, remote_shutdown, remote_load
 };

@@ -30,7 +30,8 @@ int offload_ruled_out(offload_kind kind)
  * that crosses the threshold waits for it (gpuaes_gpu_wait): a process must not
  * exit while the CUDA runtime starts on another thread, which crashed at exit
  * on the H200 (docs/DESIGN.md, "Threads, fork, errors, secrets").  With the
- * service backend nothing waits: it is started in the background.
+ * service backend it is started in the background; the call waits at most
+ * 3 ms, for a connection to a service already running (gpu_remote.c).
  */
 int offload_gpu_up(const gpuaes_prov *prov, size_t len)
 {

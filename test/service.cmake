@@ -130,3 +130,10 @@ gpuaes_test(NAME diff_service_stopped_emu COMMAND ${_svc_run} stopped $<TARGET_F
   --threads 4 --iterations 48 --max-bytes 1M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=0
   GPUAES_SERVICE_TIMEOUT_MS=300 ${_svc_small} TIMEOUT 180)
+# A fresh process's first large call, with the service already running and
+# warm, goes to the GPU (its start waits briefly for the connection: a GCM
+# message keeps the engine its first data chose).  One 16 MiB AES-256-GCM
+# call per load_proc, forced to the GPU path; at least one of 5 runs.
+gpuaes_test(NAME first_call_service_emu COMMAND ${_svc_run} first $<TARGET_FILE:load_proc>
+  --provider gpuaes --cipher AES-256-GCM --dir enc --size 16M --bytes 16M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=0 TIMEOUT 120)

@@ -4,7 +4,7 @@
 # tests run at once never share a service; then, unless told the service must
 # be absent, checks that the service ran jobs on its (emulated) GPU and stops it.
 #
-# usage: service_run.sh <gpuaesd binary> <expect: served|absent|killed> <command...>
+# usage: service_run.sh <gpuaesd binary> <expect: served|absent|killed|killed4|stopped|first> <command...>
 # "absent": the binary is missing on purpose; the command must still pass, in
 # bounded time (ctest's timeout), and no service may answer afterwards.
 # "killed": the service is SIGKILLed once it has answered jobs, mid-run; the command must
@@ -14,6 +14,11 @@
 # "stopped": the service is SIGSTOPped once it has answered jobs, for 1.5 s,
 # then continued: the jobs in flight time out (run it with a short
 # GPUAES_SERVICE_TIMEOUT_MS) and complete on the CPU; the command must pass.
+# "first": the service is started and warm first; then the command (a
+# load_proc of one call) runs 5 times, and in at least one run that first
+# call must have gone to the GPU ("gpu_bytes=" equal to "bytes="): a fresh
+# process's first large call waits briefly for its connection to a running
+# service (a loaded host may miss the bound now and then, never always).
 set -u
 
 SERVICE=$1
@@ -69,6 +74,24 @@ if [ "$EXPECT" = killed4 ] || [ "$EXPECT" = stopped ]; then
     done
     [ $rc = 0 ] && echo "service_run: ok ($copies copies passed across the $EXPECT service)"
     exit $rc
+fi
+if [ "$EXPECT" = first ]; then
+    "$SERVICE" --socket-dir "$DIR" || { echo "service_run: the service did not start"; exit 1; }
+    for _ in $(seq 500); do
+        "$SERVICE" --socket-dir "$DIR" --status 2>/dev/null | grep -q '^gpu: \(GPU \|$\)' || break
+        sleep 0.02
+    done
+    hits=0
+    for i in $(seq 5); do
+        out=$("$@") || { echo "service_run: run $i failed: $out"; exit 1; }
+        echo "$out"
+        b=$(echo "$out" | sed -n 's/.* bytes=\([0-9]*\) .*/\1/p')
+        g=$(echo "$out" | sed -n 's/.* gpu_bytes=\([0-9-]*\) .*/\1/p')
+        [ -n "$b" ] && [ "$b" = "$g" ] && hits=$((hits + 1))
+    done
+    [ $hits -gt 0 ] || { echo "service_run: no run's first call went to the GPU"; exit 1; }
+    echo "service_run: ok ($hits of 5 first calls on the GPU)"
+    exit 0
 fi
 if [ "$EXPECT" = killed ]; then
     "$@" & test_pid=$!
