@@ -194,6 +194,7 @@ void gpu_remote_configure(int disable_gpu, unsigned timeout_ms, size_t chunk)
 #define LOAD_STALE_NS 1000000000ULL    /* a table unchanged this long shows no load: its
                                           service died or stopped (a live one changes it
                                           at every request) */
+#define RATE_FRESH_NS 1000000000ULL    /* an op's rate older than this is not used */
 
 static void load_adopt(gpuaesd_conn *c)
 {
@@ -235,7 +236,10 @@ static unsigned remote_load(gpuaes_op op, uint64_t *ns_per_byte)
     now = mono_ns();
     if (!ok || gpuaesd_check_load(&v) != 0 || v.stamp_ns > now + LOAD_STALE_NS)
         return 0;                      /* none, torn, or nonsense: decide alone */
-    rate = v.rate[w] != 0 ? v.rate[w] : v.rate[twin[w]];
+    /* Only a recent rate: one measured under a contention that has ended
+     * would hold every process on the CPU, and none would measure it again. */
+    rate = v.rate[w] != 0 && now - v.rate_ns[w] < RATE_FRESH_NS ? v.rate[w]
+         : v.rate[twin[w]] != 0 && now - v.rate_ns[twin[w]] < RATE_FRESH_NS ? v.rate[twin[w]] : 0;
     if (rate != 0)
         *ns_per_byte = ((uint64_t)1000000000 << 16) / rate + 1;
     if (now - v.stamp_ns > LOAD_STALE_NS)

@@ -4,7 +4,7 @@
 # tests run at once never share a service; then, unless told the service must
 # be absent, checks that the service ran jobs on its (emulated) GPU and stops it.
 #
-# usage: service_run.sh <gpuaesd binary> <expect: served|absent|killed|killed4|stopped|first> <command...>
+# usage: service_run.sh <gpuaesd binary> <expect: served|absent|killed|killed4|stopped|first|stalerate> <command...>
 # "absent": the binary is missing on purpose; the command must still pass, in
 # bounded time (ctest's timeout), and no service may answer afterwards.
 # "killed": the service is SIGKILLed once it has answered jobs, mid-run; the command must
@@ -19,6 +19,10 @@
 # call must have gone to the GPU ("gpu_bytes=" equal to "bytes="): a fresh
 # process's first large call waits briefly for its connection to a running
 # service (a loaded host may miss the bound now and then, never always).
+# "stalerate": the command (a load_proc, not forced to the GPU) runs against a
+# service whose published rate for the op is slow (jobs sent before with
+# GPUAES_EMU_JOB_DELAY_MS=50) but older than a second: it must send jobs again
+# (a stale rate would hold every process on the CPU, and none would measure it).
 set -u
 
 SERVICE=$1
@@ -75,12 +79,17 @@ if [ "$EXPECT" = killed4 ] || [ "$EXPECT" = stopped ]; then
     [ $rc = 0 ] && echo "service_run: ok ($copies copies passed across the $EXPECT service)"
     exit $rc
 fi
-if [ "$EXPECT" = first ]; then
-    "$SERVICE" --socket-dir "$DIR" || { echo "service_run: the service did not start"; exit 1; }
+# Until the service's GPU is up and warm ("gpu:" names the device).
+wait_warm() {
     for _ in $(seq 500); do
-        "$SERVICE" --socket-dir "$DIR" --status 2>/dev/null | grep -q '^gpu: \(GPU \|$\)' || break
+        "$SERVICE" --socket-dir "$DIR" --status 2>/dev/null | grep -q '^gpu: \(GPU \|$\)' || return 0
         sleep 0.02
     done
+    echo "service_run: the service's GPU did not come up"; exit 1
+}
+if [ "$EXPECT" = first ]; then
+    "$SERVICE" --socket-dir "$DIR" || { echo "service_run: the service did not start"; exit 1; }
+    wait_warm
     hits=0
     for i in $(seq 5); do
         out=$("$@") || { echo "service_run: run $i failed: $out"; exit 1; }
@@ -91,6 +100,23 @@ if [ "$EXPECT" = first ]; then
     done
     [ $hits -gt 0 ] || { echo "service_run: no run's first call went to the GPU"; exit 1; }
     echo "service_run: ok ($hits of 5 first calls on the GPU)"
+    exit 0
+fi
+if [ "$EXPECT" = stalerate ]; then
+    GPUAES_EMU_JOB_DELAY_MS=50 "$SERVICE" --socket-dir "$DIR" || { echo "service_run: the service did not start"; exit 1; }
+    wait_warm
+    out=$(GPUAES_OFFLOAD_MIN_BYTES=0 "$@") || { echo "service_run: the forced run failed: $out"; exit 1; }
+    echo "forced (publishes a slow rate): $out"
+    g=$(echo "$out" | sed -n 's/.* gpu_bytes=\([0-9-]*\) .*/\1/p')
+    [ "${g:-0}" -gt 0 ] || { echo "service_run: the forced run sent no job"; exit 1; }
+    out=$(GPUAES_GPU_START_BYTES=0 "$@") || { echo "service_run: the run failed: $out"; exit 1; }
+    echo "at once (the slow rate is fresh: the CPU, not asserted): $out"
+    sleep 1.5
+    out=$(GPUAES_GPU_START_BYTES=0 "$@") || { echo "service_run: the run failed: $out"; exit 1; }
+    echo "1.5 s later: $out"
+    g=$(echo "$out" | sed -n 's/.* gpu_bytes=\([0-9-]*\) .*/\1/p')
+    [ "${g:-0}" -gt 0 ] || { echo "service_run: the stale rate held the process on the CPU"; exit 1; }
+    echo "service_run: ok (a stale rate is not trusted)"
     exit 0
 fi
 if [ "$EXPECT" = killed ]; then
