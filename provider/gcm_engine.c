@@ -420,10 +420,11 @@ static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in
     in += head;
     len -= head;
     mid = len & ~(size_t)(BLOCK - 1);
-    /* Dispatch chose this engine at the message's first data; from then on
-     * its pieces go to the GPU whenever it takes them: the engine's own CPU
-     * path is slower than the default provider's stitched GCM, which cannot
-     * take over in the middle of a message. */
+    /* Dispatch chose this engine at the message's first data (or moved the
+     * message here: gcm_engine_adopt); from then on its pieces go to the GPU
+     * whenever it takes them: the engine's own CPU path is slower than the
+     * default provider's stitched GCM, which cannot take over in the middle
+     * of a message (its GHASH state cannot be imported). */
     if (gpu_ok && mid >= BLOCK && mid >= c->prov->offload_min[OFFLOAD_GCM]
         && offload_possible(OFFLOAD_GCM) && !gpu_piece(c, out, in, mid, &done))
         return 0;
