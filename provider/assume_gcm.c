@@ -142,6 +142,48 @@ int check_GCM_SEGMENT_GHASH(assume_run *r)
     return ok;
 }
 
+int check_GCM_DUP_FINAL_TAG(assume_run *r)
+{
+    unsigned char in[96], ct[96 + BLOCK], out[96 + BLOCK], t48[BLOCK], t96[BLOCK], tag[BLOCK];
+    int ok;
+
+    fill(in, sizeof(in), 19);
+    /* the tags of AAD 20 || data 48 and of AAD 20 || data 96, made whole */
+    ok = gcm_fresh(r, K1, in + 50, 20, in, ct, 48, t48) && gcm_fresh(r, K1, in + 50, 20, in, ct, 96, t96);
+    for (int enc = 1; ok && enc >= 0; enc--) {
+        const unsigned char *src = enc ? in : ct;
+        fbc c = { 0 }, d = { 0 };
+        size_t outl;
+
+        ok = open_init(r, &c, MODE_GCM, enc, K1, GIV)
+            && need(r, upd(&c, NULL, in + 50, 20) == 20 && upd(&c, out, src, 48) == 48,
+                    "AAD, data");
+        d.fb = c.fb;
+        d.ctx = ok ? c.fb->dupctx(c.ctx) : NULL;
+        ok = ok && need(r, d.ctx != NULL, "dupctx")
+            && need(r, init(&d, 1, NULL, NULL) && d.fb->final(d.ctx, NULL, &outl, 0)
+                    && gcm_tag(&d, tag, BLOCK), "the copy's final and tag")
+            && expect(r, memcmp(tag, t48, BLOCK) == 0,
+                      enc ? "GCM: a finished copy's tag is not the message's so far"
+                          : "GCM: a decrypting copy's tag is not the message's so far");
+        /* the original goes on: its data and (decrypting) its verdict */
+        ok = ok && need(r, upd(&c, out + 48, src + 48, 48) == 48, "more data")
+            && expect(r, memcmp(out, enc ? ct : in, 96) == 0,
+                      "GCM: the original's output changed after the copy's final");
+        if (ok && enc)
+            ok = need(r, c.fb->final(c.ctx, NULL, &outl, 0) && gcm_tag(&c, tag, BLOCK), "final")
+                && expect(r, memcmp(tag, t96, BLOCK) == 0,
+                          "GCM: the original's tag changed after the copy's final");
+        else if (ok)
+            ok = need(r, gcm_set_tag(&c, t96, BLOCK), "set tag")
+                && expect(r, c.fb->final(c.ctx, NULL, &outl, 0),
+                          "GCM: the original's tag did not verify after the copy's final");
+        close_ctx(&d);
+        close_ctx(&c);
+    }
+    return ok;
+}
+
 int check_GCM_EMPTY_UPDATE_OK(assume_run *r)
 {
     unsigned char in[32], out[48], tag[BLOCK];

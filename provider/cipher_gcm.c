@@ -5,7 +5,11 @@
  * data update:
  *  - the default provider's GCM context (`fbctx`): TLS records, messages that
  *    start small, every message when no GPU is usable.  Its GHASH state cannot
- *    be exported, so a message that started there finishes there.
+ *    be exported, but a finished copy's tag gives it: a message whose first
+ *    data was large (MSG_FALLBACK_MOVABLE, its lengths counted) moves to our
+ *    engine at the first block boundary where an update would go to the GPU
+ *    (gcm_engine_adopt), e.g. once the GPU or the service is up.  Others
+ *    (small first data: TLS records, the hot path counts nothing) finish there.
  *  - gpuaes's own GCM (`g`): counter, partial block, lengths and GHASH state
  *    are ours.  Large whole-block pieces go to the GPU (GPUAES_GCM_* op:
  *    keystream and the GHASH S of their ciphertext); small ones get their
@@ -229,7 +233,7 @@ static void init_failed(gcm_ctx *c, const unsigned char *key, size_t keylen,
                         const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[], int enc)
 {
     c->enc = enc;
-    if (c->msg == MSG_UNDECIDED)
+    if (c->msg == MSG_UNDECIDED || c->msg == MSG_FALLBACK_MOVABLE)
         c->msg = MSG_FALLBACK;
     if (iv != NULL) {
         if (ivlen == 0 || ivlen > sizeof(c->iv))
@@ -351,6 +355,34 @@ static int gpu_possible(const gcm_ctx *c)
     return !c->tls && c->key_set && c->iv_set;   /* offload_wanted() asks for the GPU */
 }
 
+/* An undecided message whose first data (datalen bytes) went to the
+ * fallback: it may move to our engine later, so its lengths are counted from
+ * here on (the AAD so far: stashed and overflowed).  gcm_engine_adopt. */
+static void movable(gcm_ctx *c, size_t datalen)
+{
+    c->g.dirty = 1;                   /* a new IV resets the counts */
+    c->g.aadlen += c->naad;
+    c->naad = 0;
+    c->g.datalen = datalen;
+    c->msg = gpu_possible(c) && datalen > 0 ? MSG_FALLBACK_MOVABLE : MSG_FALLBACK;
+}
+
+/* A MSG_FALLBACK_MOVABLE update on the fallback, counted.  If it fails, what
+ * the fallback took is not known for sure: the message stays there. */
+static int fb_update_counted(gcm_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
+                             const unsigned char *in, size_t inl)
+{
+    if (!fb_update_timed(c, out, outl, outsize, in, inl)) {
+        c->msg = MSG_FALLBACK;
+        return 0;
+    }
+    if (out == NULL)                  /* (refused after data: ASSUME_GCM_AAD_BEFORE_DATA) */
+        c->g.aadlen += inl;
+    else
+        c->g.datalen += inl;
+    return 1;
+}
+
 /*
  * The dispatcher's first CPU estimate for GCM, measured aside: a message's
  * first data decides its engine for the whole message, so "an unknown CPU
@@ -404,6 +436,18 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
     switch (c->msg) {
     case MSG_FALLBACK:
         return fb_update_timed(c, out, outl, outsize, in, inl);
+    case MSG_FALLBACK_MOVABLE:
+        /* The GPU would take this update, at a block boundary: the message
+         * moves to our engine (the same questions as a message's first data). */
+        if (out == NULL || inl == 0 || c->g.datalen % BLOCK != 0 || outsize < inl
+            || !gpu_possible(c) || gpuaes_overlap_partial(in, inl, out, inl)
+            || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl))
+            return fb_update_counted(c, out, outl, outsize, in, inl);
+        if (!gcm_engine_adopt(c)) {
+            c->msg = MSG_FALLBACK;    /* it finishes there, as before */
+            return fb_update_timed(c, out, outl, outsize, in, inl);
+        }
+        break;
     case MSG_UNDECIDED:
         if (inl >= c->prov->offload_min[OFFLOAD_GCM] && dispatch_cpu_claim(OFFLOAD_GCM, c->var->keylen))
             measure_cpu(c);
@@ -419,7 +463,7 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
             if (!fb_update_timed(c, out, outl, outsize, in, inl))
                 return 0;
             if (inl > 0)
-                c->msg = MSG_FALLBACK;
+                movable(c, out != NULL ? inl : 0);
             return 1;
         }
         if (!gcm_engine_start(c)) {
@@ -470,9 +514,14 @@ static __attribute__((noinline)) int update_undecided(gcm_ctx *c, unsigned char 
 {
     int ok;
 
-    if (out == NULL)                  /* AAD: both engines may need it */
-        return c->fb->update(c->fbctx, out, outl, outsize, in, inl)
-            && gcm_engine_stash_aad(c, in, inl);
+    if (out == NULL) {                /* AAD: both engines may need it */
+        if (!c->fb->update(c->fbctx, out, outl, outsize, in, inl))
+            return 0;
+        if (gcm_engine_stash_aad(c, in, inl))
+            return 1;
+        c->msg = MSG_FALLBACK;        /* the fallback has it all, our engine not */
+        return 0;
+    }
     /* The first data: update_engine's way, unless offload_wanted() refuses it
      * by its size and the CPU call is too short to be timed. */
     if (inl == 0 || inl >= DISPATCH_SAMPLE || inl >= c->prov->offload_min[OFFLOAD_GCM])

@@ -21,7 +21,7 @@
  * busy: the GPU jobs in flight now, or the other threads that sent it work
  * recently if more (gpu_users: stamped as for large calls, below), plus the threads deciding at
  * this moment: threads that decide together would otherwise all see an idle
- * GPU, and a GCM message keeps the engine its first data chose.  A thread
+ * GPU, and a GCM message keeps gpuaes's engine once it has it.  A thread
  * that decides for the GPU stamps itself before it leaves the decision, so
  * the next one counts it either way.  Plus, with the service backend, the
  * jobs other processes have in flight on the same GPU (gpu()->load(): the
@@ -46,8 +46,9 @@
  * Threads that begin large calls together (a pool woken at once) decide
  * before they can see each other: each counts only those that decided
  * before it.  That costs a block mode one call per thread, but a GCM
- * message stays on the engine its first data chose, for its whole length
- * (cipher_gcm.c).  Measured on the H200, 16 threads starting GCM messages
+ * message keeps gpuaes's engine, once it has it, for its whole length
+ * (cipher_gcm.c; one left on the CPU moves to the GPU at a later update the
+ * GPU would take, if its first data was large).  Measured on the H200, 16 threads starting GCM messages
  * at once put 4-6 of them on the GPU for good (0.72-0.84x the default
  * provider: their host copies took memory bandwidth and cores from the
  * others).  So a GCM message does not start on the GPU while another thread

@@ -80,6 +80,12 @@
  *   the tag (S ^ [8b]_64 || 0^64) * H ^ E_K(0^96 || 1), S the GHASH of the
  *   zero-padded bytes; the same init after final starts afresh.  seg_feed,
  *   seg_close, engine_key (gcm_engine.c).
+ * ASSUME_GCM_DUP_FINAL_TAG (load)
+ *   A copy (dupctx) of a GCM context in the middle of a message, made an
+ *   encrypting one by an init without key or IV (a decrypting one too), gives
+ *   at final the tag of the message so far, as if it ended there (the
+ *   decrypting one's GHASH is of the ciphertext it was given); the original
+ *   goes on unchanged.  gcm_engine_adopt (gcm_engine.c).
  * ASSUME_GCM_EMPTY_UPDATE_OK (load)
  *   A GCM update of 0 bytes succeeds (outl 0) in any state.  update_engine.
  * ASSUME_GCM_AAD_BEFORE_DATA (load)
@@ -142,6 +148,7 @@
     X(GCM_IV_BUFFERED, 1)                               \
     X(GCM_REKEY_RESETS_MESSAGE, 1)                      \
     X(GCM_SEGMENT_GHASH, 1)                             \
+    X(GCM_DUP_FINAL_TAG, 1)                             \
     X(GCM_EMPTY_UPDATE_OK, 1)                           \
     X(GCM_AAD_BEFORE_DATA, 1)                           \
     X(GCM_DECRYPT_NEEDS_TAG, 1)                         \

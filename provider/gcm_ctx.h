@@ -17,7 +17,11 @@
 #define BLOCK 16
 #define AAD_STASH 256                 /* AAD kept while the engine is undecided */
 
-typedef enum { MSG_FALLBACK, MSG_UNDECIDED, MSG_GPU } msg_engine;
+/* MSG_FALLBACK_MOVABLE: on the fallback, its lengths counted in g.aadlen and
+ * g.datalen, so it may move to our engine at a block boundary
+ * (gcm_engine_adopt).  A message whose first data is small stays MSG_FALLBACK:
+ * the hot path (gcm_update's tail call) counts nothing. */
+typedef enum { MSG_FALLBACK, MSG_UNDECIDED, MSG_GPU, MSG_FALLBACK_MOVABLE } msg_engine;
 
 typedef struct gcm_ctx {
     /* Hot: what a small record's calls read, in the first cache line. */
@@ -60,7 +64,7 @@ typedef struct gcm_ctx {
         unsigned char ctr[BLOCK];     /* counter block of the next keystream block */
         unsigned char ek[BLOCK];      /* keystream of the current partial block */
         size_t mres;                  /* bytes of ek used */
-        unsigned long long aadlen, datalen;
+        unsigned long long aadlen, datalen;   /* also counted on MSG_FALLBACK_MOVABLE */
         int finished;
         int ghash_dead;               /* a final failed: as in the default provider, data
                                          still flows but no tag will verify */
@@ -88,6 +92,10 @@ static inline void gcm_engine_new_message(gcm_ctx *c)
 }
 /* Starts it for this message: counter, E_K(J0), stashed AAD; c->msg = MSG_GPU. */
 int gcm_engine_start(gcm_ctx *c);
+/* Takes over a message the fallback ran so far (MSG_FALLBACK_MOVABLE, its
+ * data a whole number of blocks): c->msg = MSG_GPU.  0: it stays there
+ * (nothing changed, no error queued). */
+int gcm_engine_adopt(gcm_ctx *c);
 /* AAD of an undecided message: stashed, or (too much) into the engine's GHASH. */
 int gcm_engine_stash_overflow(gcm_ctx *c, const unsigned char *in, size_t inl);
 static inline int gcm_engine_stash_aad(gcm_ctx *c, const unsigned char *in, size_t inl)

@@ -188,18 +188,11 @@ static int engine_key(gcm_ctx *c)
     return ok;
 }
 
-/* Starts the engine for this message: counter, E_K(J0), stashed AAD. */
-int gcm_engine_start(gcm_ctx *c)
+/* J0 of the message's IV: E_K(J0) masks the tag; data starts at inc32(J0). */
+static int engine_j0(gcm_ctx *c)
 {
     size_t outl;
 
-    c->g.dirty = 1;
-    if (!engine_key(c))
-        return 0;
-    if (!seg_feed(c, c->aad, c->naad))
-        return 0;
-    c->g.aadlen += c->naad;
-    c->naad = 0;
     if (c->ivlen == 12) {
         memcpy(c->g.ctr, c->iv, 12);
         memset(c->g.ctr + 12, 0, 3);
@@ -207,13 +200,78 @@ int gcm_engine_start(gcm_ctx *c)
     } else {
         gcm_j0_from_iv(c->g.ctr, c->g.h, c->iv, c->ivlen);
     }
-    /* J0 masks the tag; data starts at inc32(J0) */
     if (!c->ecb->update(c->g.ecbctx, c->g.ekj0, &outl, BLOCK, c->g.ctr, BLOCK) || outl != BLOCK)
         return 0;
     gpuaes_ctr32_add(c->g.ctr, 1);
+    return 1;
+}
+
+/* Starts the engine for this message: counter, E_K(J0), stashed AAD. */
+int gcm_engine_start(gcm_ctx *c)
+{
+    c->g.dirty = 1;
+    if (!engine_key(c))
+        return 0;
+    if (!seg_feed(c, c->aad, c->naad))
+        return 0;
+    c->g.aadlen += c->naad;
+    c->naad = 0;
+    if (!engine_j0(c))
+        return 0;
     c->g.mres = 0;
     c->msg = MSG_GPU;
     return 1;
+}
+
+/*
+ * A message the fallback ran so far (aadlen bytes of AAD, datalen > 0 bytes
+ * of data, a multiple of 16) goes on on our engine.  A copy of the
+ * fallback's context, finished, gives the tag of the message so far,
+ * tag' = (X ^ L) * H ^ E_K(J0), L = [8 * aadlen]_64 || [8 * datalen]_64, so
+ * Y = X * H = tag' ^ E_K(J0) ^ L * H, and the counter is inc32(J0) advanced
+ * by datalen / 16 blocks.  Exact, any IV length.  A decrypting copy is made
+ * an encrypting one first (an init without key or IV sets only the
+ * direction): the default provider gives no tag to a decrypting context,
+ * and its GHASH of the ciphertext is the same either way.
+ * (ASSUME_GCM_DUP_FINAL_TAG)
+ */
+int gcm_engine_adopt(gcm_ctx *c)
+{
+    unsigned char t[BLOCK], l[BLOCK];
+    OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, t, BLOCK),
+                        OSSL_PARAM_END };
+    void *d;
+    size_t outl;
+    int ok;
+
+    if (c->g.datalen == 0 || c->g.datalen % BLOCK != 0 || !engine_key(c))
+        return 0;
+    ERR_set_mark();                   /* a refusal keeps the message where it is, silently */
+    d = c->fb->dupctx(c->fbctx);
+    ok = d != NULL && c->fb->einit(d, NULL, 0, NULL, 0, NULL)
+        && c->fb->final(d, NULL, &outl, 0) && c->fb->get_ctx_params(d, p)
+        && engine_j0(c);
+    ERR_pop_to_mark();
+    if (d != NULL)
+        c->fb->freectx(d);            /* the default provider wipes its contexts */
+    if (ok) {
+        gcm_len_block(l, c->g.aadlen * 8, c->g.datalen * 8);
+        gf128_mul(l, c->g.h);
+        for (int i = 0; i < BLOCK; i++)
+            c->g.y[i] = t[i] ^ c->g.ekj0[i] ^ l[i];
+        gpuaes_ctr32_add(c->g.ctr, c->g.datalen / BLOCK);
+        c->g.y_zero = 0;
+        c->g.seg_live = 0;            /* AAD fed to it while undecided is in Y now */
+        c->g.seg_bytes = 0;
+        c->g.mres = 0;
+        c->g.finished = 0;
+        c->g.ghash_dead = 0;
+        c->g.dirty = 1;
+        c->msg = MSG_GPU;
+    }
+    OPENSSL_cleanse(t, sizeof(t));
+    OPENSSL_cleanse(l, sizeof(l));
+    return ok;
 }
 
 /* AAD too much for the stash: it goes to the segment now. */
@@ -362,10 +420,11 @@ static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in
     in += head;
     len -= head;
     mid = len & ~(size_t)(BLOCK - 1);
-    /* Dispatch chose this engine at the message's first data; from then on
-     * its pieces go to the GPU whenever it takes them: the engine's own CPU
-     * path is slower than the default provider's stitched GCM, which cannot
-     * take over in the middle of a message. */
+    /* Dispatch chose this engine at the message's first data (or moved the
+     * message here: gcm_engine_adopt); from then on its pieces go to the GPU
+     * whenever it takes them: the engine's own CPU path is slower than the
+     * default provider's stitched GCM, which cannot take over in the middle
+     * of a message (its GHASH state cannot be imported). */
     if (gpu_ok && mid >= BLOCK && mid >= c->prov->offload_min[OFFLOAD_GCM]
         && offload_possible(OFFLOAD_GCM) && !gpu_piece(c, out, in, mid, &done))
         return 0;

@@ -148,6 +148,8 @@ gpuaes_test(NAME dispatch_fail_emu COMMAND test_dispatch --fail LABELS emu TIMEO
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_FAULT=alloc;GPUAES_KEYSTREAM=0")
 gpuaes_test(NAME dispatch_gcm_first_emu COMMAND test_dispatch --gcm-first LABELS emu TIMEOUT 300
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_GPU_START_BYTES=0")
+gpuaes_test(NAME dispatch_gcm_late_emu COMMAND test_dispatch --gcm-late LABELS emu TIMEOUT 300
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_GPU_START_BYTES=16777216")
 # The dispatcher itself (provider/dispatch.c compiled in) on a model clock:
 # it looks again after contention, both ways, at a bounded cost, and keeps
 # the load rules.  No GPU, no module.  Its usable cores: the affinity set.

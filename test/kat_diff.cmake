@@ -2,7 +2,7 @@
 # differential test against OpenSSL's default provider (test_diff).
 gpuaes_test_program(test_kat test_kat.c kat_vectors.c kat_diff_op.c)
 gpuaes_test_program(test_diff test_diff.c test_diff_stream.c test_diff_wrap.c test_diff_big.c
-  kat_diff_op.c)
+  test_diff_migrate.c kat_diff_op.c)
 
 # CPU path with default settings; run everywhere.
 gpuaes_test(NAME kat COMMAND test_kat)
@@ -23,6 +23,10 @@ gpuaes_test(NAME diff_gpu_threads COMMAND test_diff --gpu --threads 16
 # The same, small enough for ThreadSanitizer in CI time (scripts/tsan.sh).
 gpuaes_test(NAME diff_gpu_threads_small_emu COMMAND test_diff --gpu --threads 8 --iterations 8 --max-bytes 1M
   LABELS emu MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=0)
+# GCM messages that begin on the CPU (first update 64 KiB .. 256 KiB - 1) and
+# move to the GPU at the first block-aligned update of 256 KiB or more.
+gpuaes_test(NAME diff_gpu_migrate COMMAND test_diff --gpu --migrate --iterations 8
+  LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=262144)
 gpuaes_test(NAME diff_gpu_big COMMAND test_diff --gpu --big
   LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=0 TIMEOUT 900)
 

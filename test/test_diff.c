@@ -11,6 +11,8 @@
  *   --iterations  random cases per cipher, or per thread with --threads (default 100)
  *   --threads N   N threads with their own contexts run random cases concurrently
  *   --big         only the 64 MiB / 1 GiB in-place comparisons
+ *   --migrate     only GCM messages that move from the CPU to the GPU mid-message
+ *                 (GPUAES_OFFLOAD_MIN_BYTES above 64 KiB; --iterations per GCM cipher)
  *   --case C:S    rerun one random case (as printed by a failure) and nothing else
  * GPUAES_TEST_SEED=n changes the seed; GPUAES_OFFLOAD_MIN_BYTES selects the GPU path.
  */
@@ -247,7 +249,7 @@ static void compare_decrypt(diff_ctx *dc, drng *r, int i, const kd_op *base, siz
 }
 
 /* Options */
-static int gpu, big, threads;
+static int gpu, big, migrate, threads;
 static const char *one_case;
 
 static size_t parse_size(const char *s)
@@ -275,6 +277,8 @@ static int parse_args(diff_ctx *dc, int argc, char **argv)
             gpu = 1;
         else if (strcmp(o, "--big") == 0)
             big = 1;
+        else if (strcmp(o, "--migrate") == 0)
+            migrate = 1;
         else if (strcmp(o, "--max-bytes") == 0 && v != NULL && ++a)
             dc->max_bytes = parse_size(v);
         else if (strcmp(o, "--iterations") == 0 && v != NULL && ++a)
@@ -399,6 +403,8 @@ int main(int argc, char **argv)
         rerun_case(&dc, one_case);
     else if (big)
         diff_big(&dc, &r);
+    else if (migrate)
+        diff_migrate(&dc, &r);
     else if (threads > 0)
         run_threads(&dc, &r);
     else

@@ -43,6 +43,10 @@ void diff_reinit(diff_ctx *dc, drng *r, int i);      /* re-init with NULL key / 
 /* test_diff_wrap.c: CTR and GCM counters wrapping inside long messages. */
 void diff_wrap(diff_ctx *dc, drng *r);
 
+/* test_diff_migrate.c: GCM messages moving from the CPU to the GPU mid-message
+ * (needs GPUAES_OFFLOAD_MIN_BYTES above 64 KiB). */
+void diff_migrate(diff_ctx *dc, drng *r);
+
 /* test_diff_big.c: 64 MiB and 1 GiB in place, every GPU mode and key size. */
 void diff_big(diff_ctx *dc, drng *r);
 

@@ -12,6 +12,10 @@
  *   --gcm-first  a fresh process's first large GCM message goes to the GPU
  *            (its engine is chosen for the whole message: an unknown CPU
  *            rate is measured aside, not by sending the message to the CPU).
+ *   --gcm-late  one long GCM message whose first update comes before the GPU
+ *            is up (GPUAES_GPU_START_BYTES=16M: the GPU starts at the
+ *            second 8 MiB update) moves to the GPU in the middle (issue 22:
+ *            it used to stay on the CPU for its whole length).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +68,56 @@ static int gcm_first(void)
     return test_report("dispatch gcm-first");
 }
 
+static int gcm_late(void)
+{
+    static const unsigned char key[32] = "dispatch-gcm-key-0123456789abcd", iv[12] = "dispatch-iv";
+    const size_t piece = (size_t)8 << 20, pieces = 6, len = piece * pieces;
+    unsigned char *in = malloc(len), *a = malloc(len), *b = malloc(len), ta[16], tb[16];
+    test_env env;
+    EVP_CIPHER *ciph[2];
+    uint64_t first = 0, bytes = 0;
+
+    if (in == NULL || a == NULL || b == NULL || !test_env_open(&env))
+        return 1;
+    test_seed(5);
+    test_rand_bytes(in, len);
+    ciph[0] = api_fetch(&env, "AES-256-GCM", "gpuaes");
+    ciph[1] = api_fetch(&env, "AES-256-GCM", "default");
+    for (int k = 0; k < 2; k++) {
+        EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+        unsigned char *out = k == 0 ? a : b, *tag = k == 0 ? ta : tb;
+        int outl = 0, ok;
+        uint64_t b0 = test_gpu_bytes(&env);
+
+        ok = c != NULL && EVP_EncryptInit_ex2(c, ciph[k], key, iv, NULL)
+             && EVP_EncryptUpdate(c, NULL, &outl, in, 13);
+        for (size_t i = 0; ok && i < pieces; i++) {
+            ok = EVP_EncryptUpdate(c, out + i * piece, &outl, in + i * piece, (int)piece);
+            if (k == 0 && i == 0)
+                first = test_gpu_bytes(&env) - b0;
+        }
+        ok = ok && EVP_EncryptFinal_ex(c, out + len, &outl)
+             && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16, tag);
+        if (k == 0)
+            bytes = test_gpu_bytes(&env) - b0;
+        TEST_CHECK(ok);
+        EVP_CIPHER_CTX_free(c);
+    }
+    test_require_gpu(&env);
+    CHECKF(memcmp(a, b, len) == 0 && memcmp(ta, tb, 16) == 0, "the GCM message differs");
+    printf("GCM message: first update %llu bytes on the GPU, the message %llu of %zu\n",
+           (unsigned long long)first, (unsigned long long)bytes, len);
+    CHECKF(first == 0, "the first update ran on the GPU: the GPU was up before it");
+    CHECKF(bytes > 0, "the message stayed on the CPU after the GPU came up");
+    EVP_CIPHER_free(ciph[0]);
+    EVP_CIPHER_free(ciph[1]);
+    test_env_close(&env);
+    free(in);
+    free(a);
+    free(b);
+    return test_report("dispatch gcm-late");
+}
+
 int main(int argc, char **argv)
 {
     static const unsigned char key[16] = "dispatch-key-01", iv[16] = "dispatch-iv-0001";
@@ -76,6 +130,8 @@ int main(int argc, char **argv)
 
     if (argc > 1 && strcmp(argv[1], "--gcm-first") == 0)
         return gcm_first();
+    if (argc > 1 && strcmp(argv[1], "--gcm-late") == 0)
+        return gcm_late();
     in = malloc(LEN);
     a = malloc(LEN);
     b = malloc(LEN);
