@@ -90,6 +90,10 @@ void gpuaesd_close(gpuaesd_conn *c);
  * directory checked, without hello; -1 when none answers in timeout_ms. */
 int gpuaesd_dial(const char *socket_dir, int timeout_ms);
 
+/* 1 when socket_dir holds a service's socket (one stat, no connection): a
+ * service runs there, or one died and left it. */
+int gpuaesd_listening(const char *socket_dir);
+
 /* The service's status, without starting it: 0, or -1 when none answers. */
 int gpuaesd_query_status(const char *socket_dir, gpuaesd_status_reply *st, int timeout_ms);
 

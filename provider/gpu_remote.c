@@ -342,10 +342,10 @@ static int remote_available(void)
  * The call that starts the connection (offload_gpu_up, past gpu_start_bytes)
  * waits up to FIRST_WAIT_MS for it: a running service answers its hello in
  * well under that, and then this call, a fresh process's first large one,
- * can already run on the GPU (a GCM message keeps the engine its first data
- * chose).  A service that must be started takes hundreds of ms: the call
- * goes on on the CPU after the wait.  Only the caller that began the start
- * waits; every other call meanwhile answers at once.
+ * can already run on the GPU.  Without a socket in the directory no service
+ * runs: one must be started (hundreds of ms), and the call goes on on the
+ * CPU at once.  Only the caller that began the start waits; every other call
+ * meanwhile answers at once.
  */
 #define FIRST_WAIT_MS 3
 
@@ -359,7 +359,7 @@ static int remote_start(void)
     if (R.disabled || st == R_STARTING || (st == R_DOWN && now_ms() < atomic_load(&R.retry_at)))
         return 0;
     pthread_mutex_lock(&R.mu);
-    if (kick_locked()) {
+    if (kick_locked() && gpuaesd_listening(R.dir[0] ? R.dir : NULL)) {
         clock_gettime(CLOCK_REALTIME, &until);      /* R.cv's clock */
         until.tv_nsec += FIRST_WAIT_MS * 1000000L;
         if (until.tv_nsec >= 1000000000L) {

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -168,6 +170,16 @@ int gpuaesd_dial(const char *socket_dir, int timeout_ms)
     if (resolve_dir(socket_dir, dir, sizeof(dir)) != 0 || gpuaesd_dir_check(dir, 0, err, sizeof(err)) != 0)
         return -1;
     return dial_until(dir, now_ms() + timeout_ms);
+}
+
+int gpuaesd_listening(const char *socket_dir)
+{
+    char dir[108];
+    struct sockaddr_un sa;
+    struct stat sb;
+
+    return resolve_dir(socket_dir, dir, sizeof(dir)) == 0 && gpuaesd_sock_addr(dir, &sa) == 0
+        && lstat(sa.sun_path, &sb) == 0 && S_ISSOCK(sb.st_mode);
 }
 
 /* Starts the service detached; its first process exits once the service
