@@ -160,9 +160,10 @@ typedef enum {
     ASSUME_COUNT
 } gpuaes_assumption;
 
-/* One run of one check against the default provider (gpuaes_variants' fallbacks). */
+/* One run of one check against the default provider (a gpuaes_prov's fallbacks). */
 typedef struct assume_run {
     void *provctx;                    /* the default provider's context */
+    const fallback_cipher *fallbacks; /* its functions, per variant (gpuaes_prov's) */
     unsigned flip;                    /* tests: the flip-th expectation is inverted (0: none) */
     unsigned seen;                    /* expectations evaluated */
     char why[160];                    /* the first expectation that failed */
@@ -178,5 +179,7 @@ int assume_check(gpuaes_assumption a, assume_run *r);
  * on the queue and a debug line naming it.  Returns whether all held. */
 struct gpuaes_prov;
 int assume_verify_at_load(struct gpuaes_prov *prov);
+/* The first check marked "load" that prov's fallback fails (r says why), or -1. */
+int assume_first_failure(const struct gpuaes_prov *prov, assume_run *r);
 
 #endif

@@ -55,7 +55,7 @@ int main(int argc, char **argv)
     }
     for (int a = 0; a < ASSUME_COUNT; a++) {
         const char *name = assume_name(a);
-        assume_run r = { .provctx = prov.fallback_provctx };
+        assume_run r = { .provctx = prov.fallback_provctx, .fallbacks = prov.fallbacks };
         unsigned n;
         int live = 1;
 
@@ -70,7 +70,7 @@ int main(int argc, char **argv)
         /* Each expectation inverted in turn: the check must then fail. */
         n = r.seen;
         for (unsigned k = 1; k <= n; k++) {
-            assume_run f = { .provctx = prov.fallback_provctx, .flip = k };
+            assume_run f = { .provctx = prov.fallback_provctx, .fallbacks = prov.fallbacks, .flip = k };
 
             if (assume_check(a, &f)) {
                 printf("FAIL %s: passes with expectation %u of %u inverted\n", name, k, n);
