@@ -48,7 +48,7 @@ int main(int argc, char **argv)
     gpuaes_prov prov = { 0 };
     int failed = 0, ran = 0;
 
-    if (!fallback_load(&prov)) {
+    if (!fallback_load(&prov, NULL)) {
         ERR_print_errors_fp(stderr);
         fprintf(stderr, "FAIL: cannot load the default provider\n");
         return 1;
