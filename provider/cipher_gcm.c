@@ -538,7 +538,7 @@ static __attribute__((noinline)) int get_params_our_tag(gcm_ctx *c, OSSL_PARAM p
     const char *key;
     int ok;
 
-    if (tag == NULL)
+    if (tag == NULL || tag->data == NULL)  /* no bytes of ours to give: its answer */
         return c->fb->get_ctx_params(c->fbctx, params);
     if (tag->data_size == 0 || tag->data_size > BLOCK || !c->enc) {
         GPUAES_RAISE(c->prov, PROV_R_INVALID_TAG);

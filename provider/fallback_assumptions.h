@@ -99,8 +99,10 @@
  *   one changes nothing.  gcm_newctx, note_params.
  * ASSUME_GCM_TAG_GET (load)
  *   After an encrypting final, AEAD_TAG of n = 1..16 bytes gives the tag's
- *   first n; a buffer of 0 (NULL included) or more than 16 bytes, or a
- *   decrypting context, fails.  gcm_get_ctx_params.
+ *   first n; a buffer of 0 or more than 16 bytes, or a decrypting context,
+ *   fails.  (A NULL buffer is the fallback's to answer, gpuaes forwards it:
+ *   OpenSSL 3.0 refuses it, 4.0 leaves it untouched and succeeds.)
+ *   gcm_get_ctx_params.
  * ASSUME_UNKNOWN_PARAMS_IGNORED (load)
  *   get_ctx_params leaves entries with keys it does not know untouched and
  *   does not fail for them.  gcm_get_ctx_params (renames the tag it answered).

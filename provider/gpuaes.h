@@ -73,9 +73,9 @@ typedef enum {
 enum { CPU_SHARE_OFF, CPU_SHARE_CTR, CPU_SHARE_ALL };
 
 /* fallback: whose default provider does the CPU work (docs/DESIGN.md, "Which OpenSSL
- * does the CPU work"): one loaded privately into the libcrypto gpuaes links (the
- * default), or the application's, through a child library context, where it has
- * one loaded that passes the load checks (else the private one). */
+ * does the CPU work"): the application's (the default), through a child library
+ * context, where it has one loaded that passes the load checks, else one loaded
+ * privately into the libcrypto gpuaes links. */
 enum { FALLBACK_PRIVATE, FALLBACK_APPLICATION };
 
 /* Provider context: one per load of the module into a library context. */

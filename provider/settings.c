@@ -130,7 +130,7 @@ static const knob knobs[] = {
               PROV(service_chunk)),
     /* Whose default provider does the CPU work (fallback.c). */
     { "fallback", "GPUAES_FALLBACK", KNOB_ENUM, FALLBACK_PRIVATE, FALLBACK_APPLICATION,
-      FALLBACK_PRIVATE, NULL, fallback_names, PROV(fallback_want) },
+      FALLBACK_APPLICATION, NULL, fallback_names, PROV(fallback_want) },
     COUNT_KNOB("device", "GPUAES_DEVICE", 0, GPUAES_DEVICE_MAX, 0, GPU(device)),
     { "fault", "GPUAES_FAULT", KNOB_ENUM, GPUAES_FAULT_NONE, GPUAES_FAULT_SYNC, GPUAES_FAULT_NONE,
       NULL, fault_names, GPU(fault) },
