@@ -2,7 +2,7 @@
  * gpuaes.h - what the provider's files share.
  *
  * Design: each gpuaes cipher context owns a context of OpenSSL's default
- * provider (loaded into a private library context, called through its own
+ * provider (the application's, or one loaded privately: fallback.c; called through its own
  * dispatch functions).  That "fallback" context owns the mode semantics
  * (padding, num, chaining IV, parameters, TLS).  The GPU only ever takes
  * whole, aligned blocks from the middle of an update; afterwards the fallback
