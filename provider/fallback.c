@@ -104,13 +104,6 @@ static void test_hold_table_lock(void)
 static void test_hold_table_lock(void) {}
 #endif
 
-static int is_default(OSSL_PROVIDER *p, void *found)
-{
-    if (strcmp(OSSL_PROVIDER_get0_name(p), "default") == 0)
-        *(int *)found = 1;
-    return 1;
-}
-
 /* Fills prov->fallbacks from the loaded provider. */
 static int fill_tables(gpuaes_prov *prov)
 {
@@ -162,16 +155,24 @@ static void share_tables(const gpuaes_prov *prov)
  * NULL where it has none loaded (only gpuaes, or FIPS) or no child can be made. */
 static OSSL_PROVIDER *application_default(gpuaes_prov *prov, const OSSL_DISPATCH *in)
 {
-    int found = 0;
+    OSSL_PROVIDER *null, *dflt = NULL;
 
     prov->fallback_libctx = OSSL_LIB_CTX_new_child(prov->handle, in);
     if (prov->fallback_libctx == NULL)
         return NULL;
     /* The child mirrors the application's providers (gpuaes among them: never
      * fetched from here).  Only a mirrored "default": the child must not load
-     * one of its own, which would be the private one under another name. */
-    OSSL_PROVIDER_do_all(prov->fallback_libctx, is_default, &found);
-    return found ? OSSL_PROVIDER_load(prov->fallback_libctx, "default") : NULL;
+     * one of its own, which would be the private one under another name:
+     * _available and _do_all activate a library context's fallbacks (its own
+     * "default") unless a provider was loaded into it without retaining them,
+     * so the built-in "null" is, first; _load then finds the mirrored one. */
+    null = OSSL_PROVIDER_try_load(prov->fallback_libctx, "null", 0);
+    if (null == NULL)
+        return NULL;
+    if (OSSL_PROVIDER_available(prov->fallback_libctx, "default"))
+        dflt = OSSL_PROVIDER_load(prov->fallback_libctx, "default");
+    OSSL_PROVIDER_unload(null);
+    return dflt;
 }
 
 /* "application 3.5.6 (/path/of/its/code)": which OpenSSL does the CPU work;
