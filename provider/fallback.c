@@ -200,6 +200,10 @@ int fallback_load(gpuaes_prov *prov, const OSSL_DISPATCH *in)
     if (prov->fallbacks == NULL)
         goto err;
     if (in != NULL && prov->fallback_want == FALLBACK_APPLICATION) {
+        /* Whatever fails on the way only means the private one (the debug
+         * log says why): nothing for the application's queue, nor for the
+         * linked one, which err_carry would later move there. */
+        err_set_mark(prov);
         prov->fallback_prov = application_default(prov, in);
         prov->fallback_app = prov->fallback_prov != NULL && fill_tables(prov);
         /* One that behaves otherwise than gpuaes assumes (a newer OpenSSL's
@@ -209,6 +213,7 @@ int fallback_load(gpuaes_prov *prov, const OSSL_DISPATCH *in)
                      assume_name((gpuaes_assumption)a), r.why);
             prov->fallback_app = 0;
         }
+        err_pop_to_mark(prov);
         if (!prov->fallback_app) {
             gpuaes_debug("not the application's default provider: the private one%s", note);
             OSSL_PROVIDER_unload(prov->fallback_prov);
