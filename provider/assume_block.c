@@ -423,7 +423,7 @@ int check_SHARED_PARAM_TABLES(assume_run *r)
     int ok = 1;
 
     for (size_t v = 0; ok && v < gpuaes_variant_count; v++) {
-        const fallback_cipher *fb = gpuaes_variants[v].fallback, **f;
+        const fallback_cipher *fb = &r->fallbacks[v], **f;
         void *ctx = fb->newctx(r->provctx);
 
         f = &first[gpuaes_variants[v].mode == MODE_GCM];

@@ -46,11 +46,11 @@ static inline int need(assume_run *r, int ok, const char *what)
     return ok;
 }
 
-static inline const fallback_cipher *cipher(gpuaes_mode mode)
+static inline const fallback_cipher *cipher(const assume_run *r, gpuaes_mode mode)
 {
     for (size_t v = 0; v < gpuaes_variant_count; v++)
         if (gpuaes_variants[v].mode == mode && gpuaes_variants[v].keylen == 16)
-            return gpuaes_variants[v].fallback;
+            return &r->fallbacks[v];
     return NULL;
 }
 
@@ -63,7 +63,7 @@ typedef struct fbc {
 
 static inline int open_ctx(assume_run *r, fbc *c, gpuaes_mode mode)
 {
-    c->fb = cipher(mode);
+    c->fb = cipher(r, mode);
     c->ctx = c->fb != NULL ? c->fb->newctx(r->provctx) : NULL;
     c->ivlen = mode == MODE_GCM ? 12 : BLOCK;
     return need(r, c->ctx != NULL, "newctx");

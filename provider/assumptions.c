@@ -46,7 +46,7 @@ int assume_check(gpuaes_assumption a, assume_run *r)
     return ok;
 }
 
-int assume_verify_at_load(gpuaes_prov *prov)
+int assume_first_failure(const gpuaes_prov *prov, assume_run *r)
 {
 #ifdef GPUAES_TEST_HOOKS
     /* The emulated module only: make one check fail, to test what follows. */
@@ -56,20 +56,35 @@ int assume_verify_at_load(gpuaes_prov *prov)
 #endif
 
     for (int a = 0; a < ASSUME_COUNT; a++) {
-        assume_run r = { .provctx = prov->fallback_provctx,
-                         .flip = brk != NULL && strcmp(brk, checks[a].name) == 0 };
+        int ok;
 
-        if (!checks[a].at_load || assume_check(a, &r))
+        *r = (assume_run){ .provctx = prov->fallback_provctx, .fallbacks = prov->fallbacks,
+                           .flip = brk != NULL && strcmp(brk, checks[a].name) == 0 };
+        if (!checks[a].at_load)
             continue;
-        /* A libcrypto that behaves otherwise: only the default provider's answers. */
-        for (int k = 0; k < OFFLOAD_KINDS; k++)
-            prov->offload_min[k] = SIZE_MAX;
-        prov->ks_enabled = 0;
-        GPUAES_RAISE_DATA(prov, ERR_R_INIT_FAIL,
-                          "gpuaes: the default provider breaks %s (%s): GPU path off",
-                          checks[a].name, r.why);
-        gpuaes_debug("the default provider breaks %s (%s): GPU path off", checks[a].name, r.why);
-        return 0;
+        err_set_mark(prov);           /* the application's default provider refuses on the core's queue */
+        ok = assume_check(a, r);
+        err_pop_to_mark(prov);
+        if (!ok)
+            return a;
     }
-    return 1;
+    return -1;
+}
+
+int assume_verify_at_load(gpuaes_prov *prov)
+{
+    assume_run r;
+    int a = assume_first_failure(prov, &r);
+
+    if (a < 0)
+        return 1;
+    /* A libcrypto that behaves otherwise: only the default provider's answers. */
+    for (int k = 0; k < OFFLOAD_KINDS; k++)
+        prov->offload_min[k] = SIZE_MAX;
+    prov->ks_enabled = 0;
+    GPUAES_RAISE_DATA(prov, ERR_R_INIT_FAIL,
+                      "gpuaes: the default provider breaks %s (%s): GPU path off",
+                      checks[a].name, r.why);
+    gpuaes_debug("the default provider breaks %s (%s): GPU path off", checks[a].name, r.why);
+    return 0;
 }

@@ -23,8 +23,15 @@
 int block_fb_get_block(block_ctx *c, const char *key, unsigned char iv[BLOCK])
 {
     OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(key, iv, BLOCK), OSSL_PARAM_END };
+    int ok;
 
-    return c->fb->get_ctx_params(c->fbctx, p);
+    /* The default provider of OpenSSL 3.4 and later tries the pointer form
+     * first: "param of incompatible type" on the queue even when the copy
+     * then succeeds (the application's queue, with fallback = application). */
+    err_set_mark(c->prov);
+    ok = c->fb->get_ctx_params(c->fbctx, p);
+    err_pop_to_mark(c->prov);
+    return ok;
 }
 
 int block_fb_get_num(block_ctx *c, unsigned int *num)

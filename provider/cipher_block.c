@@ -80,7 +80,7 @@ void *block_newctx(void *provctx, const gpuaes_variant *var)
         return NULL;
     c->prov = prov;
     c->var = var;
-    c->fb = var->fallback;
+    c->fb = gpuaes_fallback(prov, var);
     c->fb_update = c->fb->update;
     c->pad = 1;
     c->gpu_min = SIZE_MAX;
@@ -493,4 +493,4 @@ int block_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 }
 
 /* One list for every block-mode variant: ASSUME_SHARED_PARAM_TABLES. */
-FAMILY_PARAM_TABLES(block, block_ctx, gpuaes_variants[0].fallback)
+FAMILY_PARAM_TABLES(block, block_ctx, 0)

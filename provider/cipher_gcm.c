@@ -33,11 +33,12 @@
 #define GCM_MAX_DATA ((1ULL << 36) - 32)   /* SP 800-38D's limit on one message */
 
 /* The default provider's cipher of another mode with the same key size. */
-static const fallback_cipher *sibling(const gpuaes_variant *var, gpuaes_mode mode)
+static const fallback_cipher *sibling(const gpuaes_prov *prov, const gpuaes_variant *var,
+                                      gpuaes_mode mode)
 {
     for (size_t v = 0; v < gpuaes_variant_count; v++)
         if (gpuaes_variants[v].mode == mode && gpuaes_variants[v].keylen == var->keylen)
-            return gpuaes_variants[v].fallback;
+            return &prov->fallbacks[v];
     return NULL;
 }
 
@@ -50,9 +51,9 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
         return NULL;
     c->prov = prov;
     c->var = var;
-    c->fb = var->fallback;
-    c->ecb = sibling(var, MODE_ECB);
-    c->ctr = sibling(var, MODE_CTR);
+    c->fb = gpuaes_fallback(prov, var);
+    c->ecb = sibling(prov, var, MODE_ECB);
+    c->ctr = sibling(prov, var, MODE_CTR);
     c->ivlen = 12;                    /* the default's initial IV length: ASSUME_GCM_IVLEN_VOIDS_IV */
     gcm_engine_new_message(c);
     c->fbctx = c->fb->newctx(prov->fallback_provctx);
@@ -586,7 +587,7 @@ static __attribute__((noinline)) int get_params_our_tag(gcm_ctx *c, OSSL_PARAM p
     const char *key;
     int ok;
 
-    if (tag == NULL)
+    if (tag == NULL || tag->data == NULL)  /* no bytes of ours to give: its answer */
         return c->fb->get_ctx_params(c->fbctx, params);
     if (tag->data_size == 0 || tag->data_size > BLOCK || !c->enc) {
         GPUAES_RAISE(c->prov, PROV_R_INVALID_TAG);
@@ -633,4 +634,4 @@ int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 }
 
 /* One list for every GCM variant: ASSUME_SHARED_PARAM_TABLES. */
-FAMILY_PARAM_TABLES(gcm, gcm_ctx, gpuaes_variants[gpuaes_variant_count - 1].fallback)
+FAMILY_PARAM_TABLES(gcm, gcm_ctx, gpuaes_variant_count - 1)

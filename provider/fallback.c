@@ -1,22 +1,31 @@
 #define _POSIX_C_SOURCE 200809L  /* nanosleep (test hook) */
+#define _GNU_SOURCE              /* dladdr */
 /*
- * fallback.c - OpenSSL's default provider, loaded into a private library
- * context so that it is there even when the application loaded only gpuaes.
- * Its cipher functions are called directly through its dispatch tables
- * (OSSL_PROVIDER_query_operation): no second EVP layer on the CPU path.
- * What gpuaes assumes of them beyond the provider API, and the checks that
- * pin it (also run at load): fallback_assumptions.h.
+ * fallback.c - OpenSSL's default provider, whose cipher functions gpuaes
+ * calls directly through their dispatch tables (OSSL_PROVIDER_query_operation):
+ * no second EVP layer on the CPU path.  Whose (docs/DESIGN.md, "Which OpenSSL
+ * does the CPU work"): the application's own, seen through a child library
+ * context of the core's (OSSL_LIB_CTX_new_child: the functions and provider
+ * context are those of the libcrypto that loaded gpuaes, wherever it is), when
+ * the application has it loaded; else one loaded privately into the libcrypto
+ * gpuaes links, so that it is there even when the application loaded only
+ * gpuaes (or only FIPS).  What gpuaes assumes of them beyond the provider
+ * API, and the checks that pin it (also run at load): fallback_assumptions.h.
  */
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/params.h>
 #include <openssl/provider.h>
 
 #include "gpuaes.h"
+#include "fallback_assumptions.h"
 
 /* Does the colon-separated name list start with `name` (case-insensitively)? */
 static int first_name_is(const char *names, const char *name)
@@ -66,6 +75,7 @@ static int complete(const fallback_cipher *fb)
         && fb->settable_ctx_params;
 }
 
+/* The variants' shared tables (gpuaes.h): filled by the first load. */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static int tables_filled;
 
@@ -94,28 +104,18 @@ static void test_hold_table_lock(void)
 static void test_hold_table_lock(void) {}
 #endif
 
-int fallback_load(gpuaes_prov *prov)
+/* Fills prov->fallbacks from the loaded provider. */
+static int fill_tables(gpuaes_prov *prov)
 {
     const OSSL_ALGORITHM *algs;
-    int no_cache = 0, ok;
+    int no_cache = 0, ok = 1;
     size_t v;
 
-    prov->fallback_libctx = OSSL_LIB_CTX_new();
-    if (prov->fallback_libctx == NULL)
-        goto err;
-    prov->fallback_prov = OSSL_PROVIDER_load(prov->fallback_libctx, "default");
-    if (prov->fallback_prov == NULL)
-        goto err;
     prov->fallback_provctx = OSSL_PROVIDER_get0_provider_ctx(prov->fallback_prov);
     algs = OSSL_PROVIDER_query_operation(prov->fallback_prov, OSSL_OP_CIPHER, &no_cache);
     if (algs == NULL)
-        goto err;
-    /* The functions are libcrypto's, the same for every load: fill the
-     * table once (a second load into another library context skips this). */
-    pthread_once(&atfork_once, register_atfork); /* before the lock is first taken */
-    pthread_mutex_lock(&table_lock);
-    test_hold_table_lock();
-    for (v = 0; !tables_filled && v < gpuaes_variant_count; v++) {
+        return 0;
+    for (v = 0; ok && v < gpuaes_variant_count; v++) {
         const gpuaes_variant *var = &gpuaes_variants[v];
         const OSSL_ALGORITHM *a;
 
@@ -125,22 +125,113 @@ int fallback_load(gpuaes_prov *prov)
         if (a->algorithm_names == NULL) {
             GPUAES_RAISE_DATA(prov, ERR_R_INIT_FAIL,
                               "gpuaes: the default provider has no %s", var->name);
-            break;
-        }
-        take_functions(var->fallback, a);
-        if (!complete(var->fallback)) {
-            GPUAES_RAISE_DATA(prov, ERR_R_INIT_FAIL,
-                              "gpuaes: the default provider's %s lacks a function", var->name);
-            break;
+            ok = 0;
+        } else {
+            take_functions(&prov->fallbacks[v], a);
+            if (!complete(&prov->fallbacks[v])) {
+                GPUAES_RAISE_DATA(prov, ERR_R_INIT_FAIL,
+                                  "gpuaes: the default provider's %s lacks a function", var->name);
+                ok = 0;
+            }
         }
     }
-    if (v == gpuaes_variant_count)
-        tables_filled = 1;
-    ok = tables_filled;
-    pthread_mutex_unlock(&table_lock);
-    if (!ok)
-        goto err;
     OSSL_PROVIDER_unquery_operation(prov->fallback_prov, OSSL_OP_CIPHER, algs);
+    return ok;
+}
+
+/* The first load (of whichever route) fills the variants' shared tables. */
+static void share_tables(const gpuaes_prov *prov)
+{
+    pthread_once(&atfork_once, register_atfork); /* before the lock is first taken */
+    pthread_mutex_lock(&table_lock);
+    test_hold_table_lock();
+    for (size_t v = 0; !tables_filled && v < gpuaes_variant_count; v++)
+        *gpuaes_variants[v].fallback = prov->fallbacks[v];
+    tables_filled = 1;
+    pthread_mutex_unlock(&table_lock);
+}
+
+/* The application's default provider through a child library context, or
+ * NULL where it has none loaded (only gpuaes, or FIPS) or no child can be made. */
+static OSSL_PROVIDER *application_default(gpuaes_prov *prov, const OSSL_DISPATCH *in)
+{
+    OSSL_PROVIDER *null, *dflt = NULL;
+
+    prov->fallback_libctx = OSSL_LIB_CTX_new_child(prov->handle, in);
+    if (prov->fallback_libctx == NULL)
+        return NULL;
+    /* The child mirrors the application's providers (gpuaes among them: never
+     * fetched from here).  Only a mirrored "default": the child must not load
+     * one of its own, which would be the private one under another name:
+     * _available and _do_all activate a library context's fallbacks (its own
+     * "default") unless a provider was loaded into it without retaining them,
+     * so the built-in "null" is, first; _load then finds the mirrored one. */
+    null = OSSL_PROVIDER_try_load(prov->fallback_libctx, "null", 0);
+    if (null == NULL)
+        return NULL;
+    if (OSSL_PROVIDER_available(prov->fallback_libctx, "default"))
+        dflt = OSSL_PROVIDER_load(prov->fallback_libctx, "default");
+    OSSL_PROVIDER_unload(null);
+    return dflt;
+}
+
+/* "application 3.5.6 (/path/of/its/code)": which OpenSSL does the CPU work;
+ * `note`: why not the application's, or "". */
+static void describe(gpuaes_prov *prov, const char *note)
+{
+    const char *version = "?";
+    OSSL_PARAM p[] = { OSSL_PARAM_utf8_ptr("version", (char **)&version, 0), OSSL_PARAM_END };
+    Dl_info info = { 0 };
+
+    (void)OSSL_PROVIDER_get_params(prov->fallback_prov, p);
+    (void)dladdr((void *)prov->fallbacks[0].newctx, &info);
+    snprintf(prov->fallback_desc, sizeof(prov->fallback_desc), "%s %s (%s)%s",
+             prov->fallback_app ? "application" : "private", version,
+             info.dli_fname != NULL ? info.dli_fname : "?", note);
+}
+
+int fallback_load(gpuaes_prov *prov, const OSSL_DISPATCH *in)
+{
+    char note[200] = "";
+    assume_run r;
+    int a;
+
+    prov->fallbacks = OPENSSL_zalloc(gpuaes_variant_count * sizeof(*prov->fallbacks));
+    if (prov->fallbacks == NULL)
+        goto err;
+    if (in != NULL && prov->fallback_want == FALLBACK_APPLICATION) {
+        /* Whatever fails on the way only means the private one (the debug
+         * log says why): nothing for the application's queue, nor for the
+         * linked one, which err_carry would later move there. */
+        err_set_mark(prov);
+        prov->fallback_prov = application_default(prov, in);
+        prov->fallback_app = prov->fallback_prov != NULL && fill_tables(prov);
+        /* One that behaves otherwise than gpuaes assumes (a newer OpenSSL's
+         * change): the private one, whose GPU path can stay on. */
+        if (prov->fallback_app && (a = assume_first_failure(prov, &r)) >= 0) {
+            snprintf(note, sizeof(note), "; the application's breaks %s (%s)",
+                     assume_name((gpuaes_assumption)a), r.why);
+            prov->fallback_app = 0;
+        }
+        err_pop_to_mark(prov);
+        if (!prov->fallback_app) {
+            gpuaes_debug("not the application's default provider: the private one%s", note);
+            OSSL_PROVIDER_unload(prov->fallback_prov);
+            OSSL_LIB_CTX_free(prov->fallback_libctx);
+            prov->fallback_prov = NULL;
+        }
+    }
+    if (!prov->fallback_app) {
+        prov->fallback_libctx = OSSL_LIB_CTX_new();
+        if (prov->fallback_libctx == NULL)
+            goto err;
+        prov->fallback_prov = OSSL_PROVIDER_load(prov->fallback_libctx, "default");
+        if (prov->fallback_prov == NULL || !fill_tables(prov))
+            goto err;
+    }
+    share_tables(prov);
+    describe(prov, note);
+    gpuaes_debug("CPU path: the default provider %s", prov->fallback_desc);
     return 1;
  err:
     gpuaes_debug("cannot load the default provider as fallback");
@@ -152,7 +243,10 @@ void fallback_unload(gpuaes_prov *prov)
 {
     OSSL_PROVIDER_unload(prov->fallback_prov);
     OSSL_LIB_CTX_free(prov->fallback_libctx);
+    OPENSSL_free(prov->fallbacks);
     prov->fallback_prov = NULL;
     prov->fallback_libctx = NULL;
     prov->fallback_provctx = NULL;
+    prov->fallbacks = NULL;
+    prov->fallback_app = 0;
 }

@@ -105,8 +105,10 @@
  *   one changes nothing.  gcm_newctx, note_params.
  * ASSUME_GCM_TAG_GET (load)
  *   After an encrypting final, AEAD_TAG of n = 1..16 bytes gives the tag's
- *   first n; a buffer of 0 (NULL included) or more than 16 bytes, or a
- *   decrypting context, fails.  gcm_get_ctx_params.
+ *   first n; a buffer of 0 or more than 16 bytes, or a decrypting context,
+ *   fails.  (A NULL buffer is the fallback's to answer, gpuaes forwards it:
+ *   OpenSSL 3.0 refuses it, 4.0 leaves it untouched and succeeds.)
+ *   gcm_get_ctx_params.
  * ASSUME_UNKNOWN_PARAMS_IGNORED (load)
  *   get_ctx_params leaves entries with keys it does not know untouched and
  *   does not fail for them.  gcm_get_ctx_params (renames the tag it answered).
@@ -167,9 +169,10 @@ typedef enum {
     ASSUME_COUNT
 } gpuaes_assumption;
 
-/* One run of one check against the default provider (gpuaes_variants' fallbacks). */
+/* One run of one check against the default provider (a gpuaes_prov's fallbacks). */
 typedef struct assume_run {
     void *provctx;                    /* the default provider's context */
+    const fallback_cipher *fallbacks; /* its functions, per variant (gpuaes_prov's) */
     unsigned flip;                    /* tests: the flip-th expectation is inverted (0: none) */
     unsigned seen;                    /* expectations evaluated */
     char why[160];                    /* the first expectation that failed */
@@ -185,5 +188,7 @@ int assume_check(gpuaes_assumption a, assume_run *r);
  * on the queue and a debug line naming it.  Returns whether all held. */
 struct gpuaes_prov;
 int assume_verify_at_load(struct gpuaes_prov *prov);
+/* The first check marked "load" that prov's fallback fails (r says why), or -1. */
+int assume_first_failure(const struct gpuaes_prov *prov, assume_run *r);
 
 #endif

@@ -2,7 +2,7 @@
  * gpuaes.h - what the provider's files share.
  *
  * Design: each gpuaes cipher context owns a context of OpenSSL's default
- * provider (loaded into a private library context, called through its own
+ * provider (the application's, or one loaded privately: fallback.c; called through its own
  * dispatch functions).  That "fallback" context owns the mode semantics
  * (padding, num, chaining IV, parameters, TLS).  The GPU only ever takes
  * whole, aligned blocks from the middle of an update; afterwards the fallback
@@ -49,7 +49,10 @@ typedef struct gpuaes_variant {
     gpuaes_mode mode;
     size_t keylen;                         /* bytes */
     const OSSL_DISPATCH *dispatch;         /* our implementation */
-    fallback_cipher *fallback;             /* the default provider's, resolved at load */
+    /* The default provider's, from the first load: only the functions without
+     * a provider context (get_params) and the names read it; everything else
+     * goes through the loading instance's own (gpuaes_fallback). */
+    fallback_cipher *fallback;
     const OSSL_DISPATCH *dispatch_carry;   /* ours for a foreign core (provider.c, prov_err.h) */
 } gpuaes_variant;
 
@@ -69,13 +72,23 @@ typedef enum {
  */
 enum { CPU_SHARE_OFF, CPU_SHARE_CTR, CPU_SHARE_ALL };
 
+/* fallback: whose default provider does the CPU work (docs/DESIGN.md, "Which OpenSSL
+ * does the CPU work"): the application's (the default), through a child library
+ * context, where it has one loaded that passes the load checks, else one loaded
+ * privately into the libcrypto gpuaes links. */
+enum { FALLBACK_PRIVATE, FALLBACK_APPLICATION };
+
 /* Provider context: one per load of the module into a library context. */
 typedef struct gpuaes_prov {
     const OSSL_CORE_HANDLE *handle;
     gpuaes_core_err err;                   /* the core's error upcalls (prov_err.h) */
-    OSSL_LIB_CTX *fallback_libctx;         /* private: holds only the default provider */
+    int fallback_want;                     /* fallback: FALLBACK_* asked for */
+    int fallback_app;                      /* the application's default provider is in use */
+    char fallback_desc[512];               /* "application 3.5.6 (/path/of/its/code)" */
+    OSSL_LIB_CTX *fallback_libctx;         /* private, or the child of the application's */
     OSSL_PROVIDER *fallback_prov;
     void *fallback_provctx;
+    fallback_cipher *fallbacks;            /* its functions, one per variant */
     /* Updates at least this long go to the GPU (SIZE_MAX: never).  From
      * offload_min_bytes when set, else the measured per-operation defaults. */
     size_t offload_min[OFFLOAD_KINDS];
@@ -96,10 +109,14 @@ typedef struct gpuaes_prov {
     gpuaes_gpu_settings gpu;               /* the GPU layer's knobs (gpuaes_gpu_configure) */
 } gpuaes_prov;
 
-/* fallback.c: the default provider, loaded privately; fills each variant's
- * fallback functions (the same for every load: they live in libcrypto). */
-int fallback_load(gpuaes_prov *prov);
+/* fallback.c: the default provider (the application's through a child library
+ * context, or one loaded privately: fallback_want); fills prov->fallbacks, and
+ * each variant's shared table on the first load.  `in`: the core's functions
+ * (NULL: private only). */
+int fallback_load(gpuaes_prov *prov, const OSSL_DISPATCH *in);
 void fallback_unload(gpuaes_prov *prov);
+/* prov's default-provider functions for var. */
+#define gpuaes_fallback(prov, var) (&(prov)->fallbacks[(var) - gpuaes_variants])
 
 /* settings.c: every knob from openssl.cnf and the environment (README, "Knobs"):
  * fills prov's offload_*, ks_* and gpu, sets the debug switch; a bad value
@@ -240,22 +257,22 @@ FAMILY_DECLARE(gcm)
         return f##_init(vctx, key, keylen, iv, ivlen, params, 0);             \
     }
 
-/* The family's parameter lists: those of the default provider's cipher
- * `fallback`, one of its variants (ASSUME_SHARED_PARAM_TABLES); ctx_type
- * is the family's context, whose fbctx is the default provider's. */
-#define FAMILY_PARAM_TABLES(f, ctx_type, fallback)                            \
+/* The family's parameter lists: those of the default provider's cipher of
+ * variant v, one of the family (ASSUME_SHARED_PARAM_TABLES); ctx_type is the
+ * family's context, whose fbctx is the default provider's. */
+#define FAMILY_PARAM_TABLES(f, ctx_type, v)                            \
     const OSSL_PARAM *f##_gettable_params(void *provctx)                      \
     {                                                                         \
         const gpuaes_prov *prov = provctx;                                    \
                                                                               \
-        return (fallback)->gettable_params(prov->fallback_provctx);           \
+        return prov->fallbacks[v].gettable_params(prov->fallback_provctx);               \
     }                                                                         \
     const OSSL_PARAM *f##_gettable_ctx_params(void *vctx, void *provctx)      \
     {                                                                         \
         const ctx_type *c = vctx;                                             \
         const gpuaes_prov *prov = provctx;                                    \
                                                                               \
-        return (fallback)->gettable_ctx_params(c != NULL ? c->fbctx : NULL,   \
+        return prov->fallbacks[v].gettable_ctx_params(c != NULL ? c->fbctx : NULL,   \
                                                prov->fallback_provctx);       \
     }                                                                         \
     const OSSL_PARAM *f##_settable_ctx_params(void *vctx, void *provctx)      \
@@ -263,7 +280,7 @@ FAMILY_DECLARE(gcm)
         const ctx_type *c = vctx;                                             \
         const gpuaes_prov *prov = provctx;                                    \
                                                                               \
-        return (fallback)->settable_ctx_params(c != NULL ? c->fbctx : NULL,   \
+        return prov->fallbacks[v].settable_ctx_params(c != NULL ? c->fbctx : NULL,   \
                                                prov->fallback_provctx);       \
     }
 

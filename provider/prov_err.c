@@ -28,12 +28,18 @@ void err_core_init(gpuaes_core_err *e, const OSSL_DISPATCH *in)
     e->new_error = NULL;
     e->set_error_debug = NULL;
     e->vset_error = NULL;
+    e->set_error_mark = NULL;
+    e->pop_error_to_mark = NULL;
     for (; in->function_id != 0; in++) {
         switch (in->function_id) {
         case OSSL_FUNC_CORE_NEW_ERROR: e->new_error = OSSL_FUNC_core_new_error(in); break;
         case OSSL_FUNC_CORE_SET_ERROR_DEBUG:
             e->set_error_debug = OSSL_FUNC_core_set_error_debug(in); break;
         case OSSL_FUNC_CORE_VSET_ERROR: e->vset_error = OSSL_FUNC_core_vset_error(in); break;
+        case OSSL_FUNC_CORE_SET_ERROR_MARK:
+            e->set_error_mark = OSSL_FUNC_core_set_error_mark(in); break;
+        case OSSL_FUNC_CORE_POP_ERROR_TO_MARK:
+            e->pop_error_to_mark = OSSL_FUNC_core_pop_error_to_mark(in); break;
         }
     }
     if (e->new_error == NULL || e->set_error_debug == NULL || e->vset_error == NULL)
@@ -79,6 +85,20 @@ void err_raise(const gpuaes_prov *prov, const char *file, int line, const char *
         ERR_vset_error(ERR_LIB_PROV, reason, fmt, ap);
     }
     va_end(ap);
+}
+
+void err_set_mark(const gpuaes_prov *prov)
+{
+    ERR_set_mark();
+    if (prov->err.foreign && prov->err.set_error_mark != NULL && prov->err.pop_error_to_mark != NULL)
+        prov->err.set_error_mark(prov->handle);
+}
+
+void err_pop_to_mark(const gpuaes_prov *prov)
+{
+    ERR_pop_to_mark();
+    if (prov->err.foreign && prov->err.set_error_mark != NULL && prov->err.pop_error_to_mark != NULL)
+        prov->err.pop_error_to_mark(prov->handle);
 }
 
 void err_carry(const gpuaes_prov *prov)

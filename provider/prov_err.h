@@ -20,6 +20,8 @@ typedef struct gpuaes_core_err {
     OSSL_FUNC_core_new_error_fn *new_error;
     OSSL_FUNC_core_set_error_debug_fn *set_error_debug;
     OSSL_FUNC_core_vset_error_fn *vset_error;
+    OSSL_FUNC_core_set_error_mark_fn *set_error_mark;
+    OSSL_FUNC_core_pop_error_to_mark_fn *pop_error_to_mark;
     /* The core is another libcrypto than the one gpuaes links: the
      * fallback's errors land on a queue the application never reads. */
     int foreign;
@@ -42,6 +44,11 @@ void err_raise(const struct gpuaes_prov *prov, const char *file, int line, const
     err_raise((prov), OPENSSL_FILE, OPENSSL_LINE, OPENSSL_FUNC, (reason), NULL)
 #define GPUAES_RAISE_DATA(prov, reason, ...) \
     err_raise((prov), OPENSSL_FILE, OPENSSL_LINE, OPENSSL_FUNC, (reason), __VA_ARGS__)
+
+/* A mark on both queues, the core's and the linked libcrypto's, and back to it:
+ * the application's default provider (fallback.c) raises on the core's. */
+void err_set_mark(const struct gpuaes_prov *prov);
+void err_pop_to_mark(const struct gpuaes_prov *prov);
 
 /* A foreign core only: moves every error on this thread's queue of the linked
  * libcrypto (the fallback's) to the core's, oldest first, with its location

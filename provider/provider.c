@@ -226,6 +226,7 @@ static const OSSL_PARAM *gpuaes_gettable_params(void *provctx)
         OSSL_PARAM_uint64("offload-min-bytes", NULL),
         OSSL_PARAM_utf8_string("offload-policy", NULL, 0),
         OSSL_PARAM_utf8_string("settings", NULL, 0),
+        OSSL_PARAM_utf8_ptr("fallback", NULL, 0),
         OSSL_PARAM_int("keystream", NULL),
         OSSL_PARAM_uint64("keystream-made", NULL),
         OSSL_PARAM_uint64("keystream-used", NULL),
@@ -315,6 +316,9 @@ static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
         return 0;
     p = OSSL_PARAM_locate(params, "offload-policy");
     if (p != NULL && !OSSL_PARAM_set_utf8_string(p, settings_policy(prov)))
+        return 0;
+    p = OSSL_PARAM_locate(params, "fallback");
+    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, prov->fallback_desc))
         return 0;
     p = OSSL_PARAM_locate(params, "settings");
     if (p != NULL && !OSSL_PARAM_set_utf8_string(p, settings_describe(prov)))
@@ -435,7 +439,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     gpu_backend_select((gpu_backend_kind)prov->gpu_backend, prov->gpu.disable_gpu,
                        (unsigned)prov->service_timeout_ms, prov->service_chunk);
     ks_xor_init();
-    if (!fallback_load(prov)) {
+    if (!fallback_load(prov, in)) {
         err_carry(prov);
         OPENSSL_free(prov);
         return 0;

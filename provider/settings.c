@@ -67,6 +67,10 @@ static const char *const backend_names[] = {
     [GPU_BACKEND_INPROCESS] = "inprocess", [GPU_BACKEND_SERVICE] = "service", NULL
 };
 
+static const char *const fallback_names[] = {
+    [FALLBACK_PRIVATE] = "private", [FALLBACK_APPLICATION] = "application", NULL
+};
+
 static const char *const fault_names[] = {
     [GPUAES_FAULT_NONE] = "none", [GPUAES_FAULT_ALLOC] = "alloc", [GPUAES_FAULT_COPYIN] = "copyin",
     [GPUAES_FAULT_LAUNCH] = "launch", [GPUAES_FAULT_COPYOUT] = "copyout", [GPUAES_FAULT_SYNC] = "sync",
@@ -124,6 +128,9 @@ static const knob knobs[] = {
      * (gpu_remote.c): copy-in, service and copy-out of different pieces overlap. */
     SIZE_KNOB("service_chunk", "GPUAES_SERVICE_CHUNK", 64 * K_, 64 * K_ * K_, 16 * K_ * K_,
               PROV(service_chunk)),
+    /* Whose default provider does the CPU work (fallback.c). */
+    { "fallback", "GPUAES_FALLBACK", KNOB_ENUM, FALLBACK_PRIVATE, FALLBACK_APPLICATION,
+      FALLBACK_APPLICATION, NULL, fallback_names, PROV(fallback_want) },
     COUNT_KNOB("device", "GPUAES_DEVICE", 0, GPUAES_DEVICE_MAX, 0, GPU(device)),
     { "fault", "GPUAES_FAULT", KNOB_ENUM, GPUAES_FAULT_NONE, GPUAES_FAULT_SYNC, GPUAES_FAULT_NONE,
       NULL, fault_names, GPU(fault) },

@@ -48,14 +48,14 @@ int main(int argc, char **argv)
     gpuaes_prov prov = { 0 };
     int failed = 0, ran = 0;
 
-    if (!fallback_load(&prov)) {
+    if (!fallback_load(&prov, NULL)) {
         ERR_print_errors_fp(stderr);
         fprintf(stderr, "FAIL: cannot load the default provider\n");
         return 1;
     }
     for (int a = 0; a < ASSUME_COUNT; a++) {
         const char *name = assume_name(a);
-        assume_run r = { .provctx = prov.fallback_provctx };
+        assume_run r = { .provctx = prov.fallback_provctx, .fallbacks = prov.fallbacks };
         unsigned n;
         int live = 1;
 
@@ -70,7 +70,7 @@ int main(int argc, char **argv)
         /* Each expectation inverted in turn: the check must then fail. */
         n = r.seen;
         for (unsigned k = 1; k <= n; k++) {
-            assume_run f = { .provctx = prov.fallback_provctx, .flip = k };
+            assume_run f = { .provctx = prov.fallback_provctx, .fallbacks = prov.fallbacks, .flip = k };
 
             if (assume_check(a, &f)) {
                 printf("FAIL %s: passes with expectation %u of %u inverted\n", name, k, n);

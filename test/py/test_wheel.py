@@ -23,6 +23,11 @@ the same wheel:
   over by gpuaes, must be on the wheel's own stack as the default provider's
   is (read with the wheel's ERR_get_error: cryptography's cipher API drops a
   failing call's errors).
+- "origin" (GPUAES_DEBUG on): which OpenSSL did the CPU work.  By default
+  (fallback = application) the wheel's own default provider: version and
+  code from the wheel (the debug line "CPU path: the default provider
+  application 3.5.6 (.../_rust.abi3.so)"); with fallback = private the
+  system libcrypto's.
 - "fault": the GPU made to fail (GPUAES_FAULT): a call completes on the CPU
   with the right output and leaves gpuaes's "GPU failed ... completed on the
   CPU" error on the wheel's stack, once.
@@ -266,7 +271,50 @@ def child_fault(args):
     return 1 if failures else 0
 
 
+def child_origin(args):
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    Cipher(algorithms.AES(b"k" * 16), modes.CTR(b"i" * 16)).encryptor().update(bytes(64))
+    return 0
+
+
 # ---- the parent: never imports the wheel ----
+
+def origins(env, cnf, fallback):
+    """The "CPU path" lines of gpuaes's debug log in a child of the wheel
+    (one per load: the system libcrypto may load gpuaes too)."""
+    e = dict(env, OPENSSL_CONF=cnf, GPUAES_DEBUG="1")
+    e.pop("GPUAES_FALLBACK", None)
+    if fallback is not None:
+        e["GPUAES_FALLBACK"] = fallback
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "origin"], env=e,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    return r.returncode, [l.split("CPU path: the default provider ", 1)[1]
+                          for l in r.stdout.splitlines() if "CPU path: the default provider " in l]
+
+
+def check_origin(env, cnf, version):
+    """The wheel's default provider does the CPU work by default, the system's with
+    fallback = private, or where the wheel has none loaded (gpuaes alone in
+    its configuration): the provider's own account (fallback.c, describe)."""
+    failures = 0
+    rc, app = origins(env, cnf, None)
+    wheel_code = [o for o in app if o.startswith("application %s (" % version) and "_rust" in o]
+    print("CPU path, default: %s" % app)
+    if rc != 0 or not wheel_code:
+        print("FAIL: expected the wheel's own default provider (OpenSSL %s) doing the CPU work" % version)
+        failures += 1
+    alone = cnf + ".alone"
+    with open(cnf) as f, open(alone, "w") as g:
+        g.write(f.read().replace("default = default_sect\n", ""))
+    for what, conf, fallback in (("fallback = private", cnf, "private"),
+                                 ("gpuaes alone", alone, None)):
+        rc, priv = origins(env, conf, fallback)
+        print("CPU path, %s: %s" % (what, priv))
+        if rc != 0 or not priv or any(not o.startswith("private 3.") or "_rust" in o for o in priv):
+            print("FAIL: expected the linked libcrypto's default provider (%s)" % what)
+            failures += 1
+    return failures
 
 def spawn(kind, env, args, tmp, extra=None):
     out = os.path.join(tmp, kind + ".pickle")
@@ -367,6 +415,7 @@ def parent(args):
                            or not got["openssl"].startswith("OpenSSL %s " % expect)):
             print("FAIL: expected cryptography %s with OpenSSL %s" % (args.wheel, expect))
             failures += 1
+        failures += check_origin(env, cnf, got["openssl"].split()[1])
         failures += compare(ref["outputs"], got["outputs"])
         failures += compare(ref["outputs"], ks["outputs"], "keystream")
         jobs, fills, none = report(tmp, "gpuaes"), report(tmp, "keystream"), report(tmp, "reference")
@@ -389,13 +438,15 @@ def parent(args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--wheel")
-    p.add_argument("--child", choices=("reference", "gpuaes", "keystream", "fault"))
+    p.add_argument("--child", choices=("reference", "gpuaes", "keystream", "fault", "origin"))
     p.add_argument("--seed", type=int, default=int(os.environ.get("GPUAES_TEST_SEED", "0x776865656c"), 0))
     p.add_argument("--cases", type=int, default=int(os.environ.get("GPUAES_WHEEL_CASES", "32")))
     p.add_argument("--out")
     args = p.parse_args()
     if args.child == "fault":
         return child_fault(args)
+    if args.child == "origin":
+        return child_origin(args)
     if args.child:
         return child_run(args)
     return parent(args)
