@@ -137,6 +137,13 @@ if [ "$EXPECT" = killed ]; then
     echo "service_run: ok (the test passed across the kill)"
     exit 0
 fi
+# "served": the service started and warm first, so that a short test's jobs
+# meet a GPU that takes them (the client's own start of a service is
+# service_diff's and diff_service_absent_emu's to test).
+if [ "$EXPECT" = served ]; then
+    "$SERVICE" --socket-dir "$DIR" || { echo "service_run: the service did not start"; exit 1; }
+    wait_warm
+fi
 "$@" || { echo "service_run: the test failed"; exit 1; }
 
 if [ "$EXPECT" = absent ]; then
