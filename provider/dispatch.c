@@ -330,29 +330,33 @@ static gpuaes_op op_of_kind(offload_kind kind)
     return op[kind];
 }
 
-/* Other processes' GPU jobs in flight, and the shared GPU rate (gpu()->load). */
-static unsigned shared_load(offload_kind kind, uint64_t *gpu_ns)
+/* Other processes' GPU jobs in flight, the shared GPU rate, and other
+ * processes' threads of large calls (gpu()->load). */
+static unsigned shared_load(offload_kind kind, uint64_t *gpu_ns, unsigned *procs)
 {
-    return gpu()->load(op_of_kind(kind), gpu_ns);
+    return gpu()->load(op_of_kind(kind), gpu_ns, procs);
 }
 
 int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)
 {
     uint64_t cpu, gpu, now, until = load_u64(&backoff_until), shared_gpu;
     estimate *ce = &cpu_est[kind][key_index(keylen)], *ge = &gpu_est[kind][size_class(len)];
-    unsigned active, busy, users, others;
+    unsigned active, busy, users, others, procs;
     int jobs, go, burst;
 
     if (prov->offload_min_set)
         return 1;
     now = dispatch_now_ns();
     active = active_threads(now, now + ACTIVE_NS, &burst);
-    if ((until != 0 && now < until) || cores_busy(active) || (kind == OFFLOAD_GCM && burst))
+    /* Other processes' threads of large calls count as this one's: with more
+     * than half the cores making them, the GPU path's copies cost the others
+     * more memory bandwidth than it saves (16 processes on the H200: 0.56x). */
+    others = shared_load(kind, &shared_gpu, &procs);
+    if ((until != 0 && now < until) || cores_busy(active + procs) || (kind == OFFLOAD_GCM && burst))
         return 0;
     cpu = load_u64(&ce->ns);
     if (cpu == 0)
         return 0;                      /* measure the CPU first */
-    others = shared_load(kind, &shared_gpu);
     /* acq_rel: a thread that enters after another left sees its stamp. */
     busy = atomic_fetch_add_explicit(&deciding, 1, memory_order_acq_rel);
     users = gpu_users(now);

@@ -35,11 +35,12 @@ typedef struct gpu_backend {
     void (*key_free)(gpuaes_key *key);
     gpuaes_ks_window *(*ks_window_new)(size_t cap);
     void (*shutdown)(void);
-    /* For dispatch.c: GPU jobs in flight now from other processes, and in
+    /* For dispatch.c: GPU jobs in flight now from other processes, in
      * *ns_per_byte the GPU's measured ns per byte for op (16 fractional bits,
-     * one job alone; 0: unknown).  The service's published load
-     * (docs/SERVICE.md); in process, 0 and 0: this process sees all it can. */
-    unsigned (*load)(gpuaes_op op, uint64_t *ns_per_byte);
+     * one job alone; 0: unknown), and in *procs the other processes' threads
+     * of large calls (their connections).  The service's published load
+     * (docs/SERVICE.md); in process, 0s: this process sees all it can. */
+    unsigned (*load)(gpuaes_op op, uint64_t *ns_per_byte, unsigned *procs);
 } gpu_backend;
 
 extern _Atomic(const gpu_backend *) gpu_backend_in_use;

@@ -86,11 +86,14 @@ static long long now_ms(void)
     return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+static _Atomic int conns_open;         /* R.nconns's open ones, read without R.mu */
+
 static void track(gpuaesd_conn *c, int add)
 {
     for (int i = 0; i < CONNS; i++)
         if (R.all[i] == (add ? NULL : c)) {
             R.all[i] = add ? c : NULL;
+            atomic_fetch_add_explicit(&conns_open, add ? 1 : -1, memory_order_relaxed);
             return;
         }
 }
@@ -132,6 +135,7 @@ static void at_fork_child(void)
     R.gen++;
     atomic_store(&load_readers, 0);    /* a reader in another thread of the parent: gone */
     atomic_store(&conns_busy, 0);      /* the table (shared, read-only) stays: same service */
+    atomic_store(&conns_open, 0);
     R.starter_joinable = 0;
     R.backoff = BACKOFF_MIN_MS;
     atomic_store(&R.state, R_IDLE);
@@ -215,7 +219,7 @@ static uint64_t mono_ns(void)
 
 static uint32_t wire_op(gpuaes_op op);
 
-static unsigned remote_load(gpuaes_op op, uint64_t *ns_per_byte)
+static unsigned remote_load(gpuaes_op op, uint64_t *ns_per_byte, unsigned *procs)
 {
     /* The op's twin (same kernels, same speed) when the op itself has no rate yet. */
     static const uint32_t twin[GPUAESD_LOAD_OPS] = {
@@ -229,6 +233,7 @@ static unsigned remote_load(gpuaes_op op, uint64_t *ns_per_byte)
     int ok, mine;
 
     *ns_per_byte = 0;
+    *procs = 0;
     atomic_fetch_add(&load_readers, 1);
     t = atomic_load(&load_table);
     ok = t != NULL && gpuaesd_load_read(t, &v) == 0;
@@ -244,6 +249,9 @@ static unsigned remote_load(gpuaes_op op, uint64_t *ns_per_byte)
         *ns_per_byte = ((uint64_t)1000000000 << 16) / rate + 1;
     if (now - v.stamp_ns > LOAD_STALE_NS)
         return 0;
+    /* Other processes' connections: each was made by a thread of large calls. */
+    mine = atomic_load_explicit(&conns_open, memory_order_relaxed);
+    *procs = v.clients > (uint32_t)(mine > 0 ? mine : 0) ? v.clients - (uint32_t)(mine > 0 ? mine : 0) : 0;
     mine = atomic_load_explicit(&conns_busy, memory_order_relaxed);
     return v.clients_busy > (uint32_t)(mine > 0 ? mine : 0) ? v.clients_busy - (uint32_t)(mine > 0 ? mine : 0) : 0;
 }

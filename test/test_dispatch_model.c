@@ -25,6 +25,9 @@
  *            processes' jobs on the GPU (the service's published load, through
  *            a model backend): its calls stay on the CPU from the first one;
  *            othersend: then the others end, and it is back on the GPU at once
+ *   procs16 procs4  beside 15 (3) other processes' threads of large calls
+ *            (their connections to the service, published), none on the
+ *            GPU: no GPU call (16 of 16 cores busy), or the GPU's calls
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -51,17 +54,19 @@ typedef struct phase {
     int threads;
     double cpu, gpu;                   /* ns per byte: a CPU call, a GPU job alone */
     int others;                        /* other processes' jobs on the GPU all along (published) */
+    int procs;                         /* other processes' threads of large calls (published) */
 } phase;
 
 /* The service backend as dispatch.c sees it (gpu()->load): the phase's
  * other jobs, and the GPU's rate alone as the service measured it. */
-static _Atomic int model_others;
+static _Atomic int model_others, model_procs;
 static _Atomic uint64_t model_rate;    /* ns per byte, 16 fractional bits; 0 in process */
 
-static unsigned model_load(gpuaes_op op, uint64_t *ns_per_byte)
+static unsigned model_load(gpuaes_op op, uint64_t *ns_per_byte, unsigned *procs)
 {
     (void)op;
     *ns_per_byte = atomic_load(&model_rate);
+    *procs = (unsigned)atomic_load(&model_procs);
     return (unsigned)atomic_load(&model_others);
 }
 
@@ -179,6 +184,7 @@ static void simulate(const phase *ph, int nph)
         while (now >= begin[p + 1])
             p++;
         atomic_store(&dispatch_test_clock, now);
+        atomic_store(&model_procs, ph[p].procs);
         if (ph[p].others != 0) {
             atomic_store(&model_others, ph[p].others);
             atomic_store(&model_rate, (uint64_t)(ph[p].gpu * 65536));
@@ -292,47 +298,53 @@ int main(int argc, char **argv)
     }
     dispatch_test_cores(16);                   /* the H200 machine */
     if (strcmp(s, "after8") == 0) {            /* CTR: CPU 4 GB/s, GPU alone 40 */
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0 };
-        ph[n++] = (phase){ 2, 8, 0.3, 0.5, 0 };  /* the GPU 20x slower than dispatch sees */
-        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0 };
+        ph[n++] = (phase){ 2, 8, 0.3, 0.5, 0, 0 };  /* the GPU 20x slower than dispatch sees */
+        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 0, 0 };
     } else if (strcmp(s, "after16") == 0) {    /* GCM: CPU 12 GB/s, GPU alone 6x */
         kind = OFFLOAD_GCM;
-        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0 };
-        ph[n++] = (phase){ 2, 16, 0.16, 0.3, 0 };
-        ph[n++] = (phase){ 3, 1, 0.08, 0.013, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0, 0 };
+        ph[n++] = (phase){ 2, 16, 0.16, 0.3, 0, 0 };
+        ph[n++] = (phase){ 3, 1, 0.08, 0.013, 0, 0 };
     } else if (strcmp(s, "opposite") == 0) {   /* a loaded CPU, then a GPU taken by another */
-        ph[n++] = (phase){ 2, 8, 2.0, 0.025, 0 };
-        ph[n++] = (phase){ 3, 1, 0.25, 0.5, 0 };
+        ph[n++] = (phase){ 2, 8, 2.0, 0.025, 0, 0 };
+        ph[n++] = (phase){ 3, 1, 0.25, 0.5, 0, 0 };
     } else if (strcmp(s, "slowgpu") == 0) {
-        ph[n++] = (phase){ 2, 1, 0.25, 5.0, 0 }; /* the first jobs (WARM) are measured here */
-        ph[n++] = (phase){ 10, 1, 0.25, 5.0, 0 };
+        ph[n++] = (phase){ 2, 1, 0.25, 5.0, 0, 0 }; /* the first jobs (WARM) are measured here */
+        ph[n++] = (phase){ 10, 1, 0.25, 5.0, 0, 0 };
     } else if (strcmp(s, "fastgpu") == 0) {
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0 };
-        ph[n++] = (phase){ 10, 1, 0.25, 0.025, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0 };
+        ph[n++] = (phase){ 10, 1, 0.25, 0.025, 0, 0 };
     } else if (strcmp(s, "load8") == 0) {      /* the GPU 4x faster alone */
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.0625, 0 };
-        ph[n++] = (phase){ 3, 8, 0.25, 0.0625, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.0625, 0, 0 };
+        ph[n++] = (phase){ 3, 8, 0.25, 0.0625, 0, 0 };
     } else if (strcmp(s, "cores16") == 0) {
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0 };
-        ph[n++] = (phase){ 2, 16, 0.25, 0.025, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0 };
+        ph[n++] = (phase){ 2, 16, 0.25, 0.025, 0, 0 };
     } else if (strcmp(s, "fastgcm") == 0) {
         kind = OFFLOAD_GCM;
-        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0 };
-        ph[n++] = (phase){ 10, 1, 0.08, 0.013, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0, 0 };
+        ph[n++] = (phase){ 10, 1, 0.08, 0.013, 0, 0 };
     } else if (strcmp(s, "burst16") == 0) {    /* GCM: CPU 12 GB/s, GPU alone 6x */
         kind = OFFLOAD_GCM;
-        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0 };
-        ph[n++] = (phase){ 0.5, 0, 0.08, 0.013, 0 };
-        ph[n++] = (phase){ 1, 16, 0.08, 0.013, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0, 0 };
+        ph[n++] = (phase){ 0.5, 0, 0.08, 0.013, 0, 0 };
+        ph[n++] = (phase){ 1, 16, 0.08, 0.013, 0, 0 };
     } else if (strcmp(s, "others16") == 0) {   /* CTR: GPU alone 10x, shared by 16 jobs */
-        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 15 };   /* the CPU's estimate measured here */
-        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 15 };
+        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 15, 0 };   /* the CPU's estimate measured here */
+        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 15, 0 };
+    } else if (strcmp(s, "procs16") == 0) {    /* 15 other processes' threads of large calls */
+        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 0, 15 };
+        ph[n++] = (phase){ 2, 1, 0.25, 0.025, 0, 15 };
+    } else if (strcmp(s, "procs4") == 0) {     /* ... 3 of them: the GPU still pays */
+        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 0, 3 };
+        ph[n++] = (phase){ 2, 1, 0.25, 0.025, 0, 3 };
     } else if (strcmp(s, "othersend") == 0) {
-        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 15 };
-        ph[n++] = (phase){ 2, 1, 0.25, 0.025, 15 };
-        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 0 };
+        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 15, 0 };
+        ph[n++] = (phase){ 2, 1, 0.25, 0.025, 15, 0 };
+        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 0, 0 };
     } else {
-        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|load8|cores16|fastgcm|burst16|others16|othersend|cores N\n",
+        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|load8|cores16|fastgcm|burst16|others16|othersend|procs16|procs4|cores N\n",
                 argv[0]);
         return 2;
     }
@@ -350,6 +362,12 @@ int main(int argc, char **argv)
             on_gpu += calls[i].gpu;
         printf("%d of %d calls on the GPU beside 15 other jobs\n", on_gpu, ncalls);
         CHECK(on_gpu == 0 && gpu_calls == 0, "%d calls sent to a GPU 1.6x slower than the CPU for them", on_gpu);
+    } else if (strcmp(s, "procs16") == 0 || strcmp(s, "procs4") == 0) {
+        printf("%s: %d GPU calls\n", s, gpu_calls);
+        if (s[5] == '1')
+            CHECK(gpu_calls == 0, "%d GPU calls with 16 processes' threads on 16 cores", gpu_calls);
+        else
+            CHECK(gpu_calls * 10 > ncalls * 9, "%d of %d calls on a GPU 10x faster beside 3 processes", gpu_calls, ncalls);
     } else if (strcmp(s, "cores16") == 0) {
         printf("%d GPU calls\n", gpu_calls);
         CHECK(gpu_calls == 0, "%d GPU calls from 16 threads on 16 cores", gpu_calls);
