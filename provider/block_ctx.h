@@ -30,6 +30,8 @@ typedef struct block_ctx {
     int track;                        /* mirror the fallback's block buffer (held): 0, or
                                          TRACK_LAST when decrypting with padding (the last
                                          whole block is held back), else TRACK_WHOLE */
+    unsigned int align;               /* BLOCK - 1 while tracking, else 0: an update with
+                                         inl & align takes the slow path */
     /* ECB and CBC: a copy of the bytes the fallback holds in its block buffer
      * (a partial block, or the last block held back for unpadding). */
     unsigned char held[BLOCK];
@@ -82,10 +84,12 @@ static inline offload_kind kind_of(const block_ctx *c)
 }
 
 /* The hot path's bound: the GPU threshold, or the keystream ramp if nearer
- * (0 in keystream mode: every update takes the slow path). */
+ * (0 in keystream mode: every update takes the slow path).  Also 0 while the
+ * fallback holds a partial block of a tracked context: the hot path may then
+ * take whole blocks knowing that nothing or one whole block is held. */
 static inline void set_hot(block_ctx *c)
 {
-    size_t h = c->ks != NULL ? 0 : c->gpu_min;
+    size_t h = c->ks != NULL || (c->track && c->nheld % BLOCK != 0) ? 0 : c->gpu_min;
 
     if (c->ramp_left < h)
         h = c->ramp_left;

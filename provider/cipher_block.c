@@ -66,6 +66,7 @@ static void update_gpu_min(block_ctx *c)
         ? c->prov->offload_min[kind_of(c)] : SIZE_MAX;
     c->track = !buffers_blocks(c) || c->gpu_min == SIZE_MAX ? 0
                : !c->enc && c->pad ? TRACK_LAST : TRACK_WHOLE;
+    c->align = c->track ? BLOCK - 1 : 0;
     c->ramp_left = c->var->mode == MODE_CTR && c->prov->ks_enabled && !c->tls && c->key_set
         && c->ks == NULL ? c->prov->ks_ramp : SIZE_MAX;
     set_hot(c);
@@ -335,7 +336,11 @@ static __attribute__((noinline, cold)) int update_overlapping(block_ctx *c, unsi
                                                               size_t *outl, size_t outsize,
                                                               const unsigned char *in, size_t inl)
 {
-    return ks_stop(c) && block_fb_update(c, out, outl, outsize, in, inl);
+    int r = ks_stop(c) && block_fb_update(c, out, outl, outsize, in, inl);
+
+    if (c->track)
+        set_hot(c);                   /* nheld may have changed (CTR keeps its ramp count) */
+    return r;
 }
 
 /* Everything but the plainest update: the GPU, or mirroring the fallback's buffer. */
@@ -381,7 +386,7 @@ static __attribute__((noinline)) int update_offload(block_ctx *c, unsigned char 
 }
 
 /*
- * The hot path of every small update: one compare, then a tail call into
+ * The hot path of every small update: two compares, then a tail call into
  * the default provider (the GPU path lives out of line, so this function
  * needs no stack frame).
  */
@@ -392,20 +397,17 @@ int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
 
     if (out == NULL && inl > 0)
         return null_output(c);
-    if (inl >= c->hot_max)
+    /* Tracked (ECB/CBC the GPU may take): whole blocks only, the fallback
+     * holding nothing or one whole block (else hot_max is 0: set_hot).  It
+     * then holds the last block (decryption with padding) or nothing; other
+     * updates take the general mirror, out of line.  (ASSUME_BLOCK_BUFFER_RULE) */
+    if (inl >= c->hot_max || (inl & c->align) != 0)
         return update_offload(c, out, outl, outsize, in, inl);
-    if (c->track) {
-        /* Whole blocks after whole blocks: the fallback then holds the last
-         * block (decryption with padding) or nothing.  Anything else: the
-         * general mirror, out of line.  (ASSUME_BLOCK_BUFFER_RULE) */
-        if (((inl | c->nheld) & (BLOCK - 1)) != 0 || inl == 0)
+    if (c->track == TRACK_LAST) {
+        if (inl == 0)
             return update_offload(c, out, outl, outsize, in, inl);
-        if (c->track == TRACK_LAST) {
-            memcpy(c->held, in + inl - BLOCK, BLOCK);   /* before in place overwrites it */
-            c->nheld = BLOCK;
-        } else {
-            c->nheld = 0;
-        }
+        memcpy(c->held, in + inl - BLOCK, BLOCK);   /* before in place overwrites it */
+        c->nheld = BLOCK;
     }
     c->hot_max -= inl;
     return c->fb_update(c->fbctx, out, outl, outsize, in, inl);
@@ -426,6 +428,8 @@ int block_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
         return 0;
     }
     c->nheld = 0;
+    if (c->track)
+        set_hot(c);                   /* a partial block may have kept hot_max at 0 */
     return 1;
 }
 

@@ -55,6 +55,11 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
     c->ecb = sibling(prov, var, MODE_ECB);
     c->ctr = sibling(prov, var, MODE_CTR);
     c->ivlen = 12;                    /* the default's initial IV length: ASSUME_GCM_IVLEN_VOIDS_IV */
+    /* Invariant per provider (settings and assumptions are read at load). */
+    c->iv_msg = prov->offload_min[OFFLOAD_GCM] == SIZE_MAX ? MSG_FALLBACK : MSG_UNDECIDED;
+    c->first_cpu = prov->offload_min[OFFLOAD_GCM] < DISPATCH_SAMPLE ? prov->offload_min[OFFLOAD_GCM]
+                                                                   : DISPATCH_SAMPLE;
+    c->first_cpu -= c->first_cpu > 0;     /* as inl - 1 < first_cpu: 1 .. min - 1 */
     gcm_engine_new_message(c);
     c->fbctx = c->fb->newctx(prov->fallback_provctx);
     if (c->fbctx == NULL || c->ecb == NULL || c->ctr == NULL) {
@@ -111,6 +116,14 @@ static void set_ivlen(gcm_ctx *c, size_t sz)
         c->msg = MSG_FALLBACK;
 }
 
+/* TLS mode, for good: every message on the fallback. */
+static void set_tls(gcm_ctx *c)
+{
+    c->tls = 1;
+    c->iv_msg = MSG_FALLBACK;
+    c->msg = MSG_FALLBACK;
+}
+
 /* Is `key` the name `name`?  (A cheap first-letter test before strcmp.) */
 static int key_is(const char *key, const char *name)
 {
@@ -134,10 +147,8 @@ static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
             /* In TLS mode (all on the fallback) these say nothing new. */
             if (!c->tls && (key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD)
                             || key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED)
-                            || key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV))) {
-                c->tls = 1;
-                c->msg = MSG_FALLBACK;
-            }
+                            || key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV)))
+                set_tls(c);
         } else if (ivlen == NULL && key_is(p->key, OSSL_CIPHER_PARAM_AEAD_IVLEN)) {
             ivlen = p;
         } else if (tag == NULL && key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TAG)) {
@@ -200,10 +211,8 @@ static void note_params_failed(gcm_ctx *c, const OSSL_PARAM params[])
         tls = tls || p != NULL
               || OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED) != NULL
               || OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV) != NULL;
-    if (tls) {
-        c->tls = 1;
-        c->msg = MSG_FALLBACK;
-    }
+    if (tls)
+        set_tls(c);
 }
 
 /* The default provider has the IV buffered, not yet applied (its first
@@ -252,21 +261,23 @@ static void init_failed(gcm_ctx *c, const unsigned char *key, size_t keylen,
     note_params_failed(c, params);
 }
 
-/* A new IV, the fallback having taken it: a new message. */
-static void new_iv(gcm_ctx *c, const unsigned char *iv, size_t ivlen)
+/* The message state of a new IV (its bytes and length set by the caller):
+ * undecided only if the GPU could take this message at all. */
+static inline void new_message(gcm_ctx *c)
 {
-    if (ivlen == 12)                  /* the usual length: no call to memcpy */
-        memcpy(c->iv, iv, 12);
-    else
-        memcpy(c->iv, iv, ivlen);
-    c->ivlen = ivlen;
     c->iv_set = 1;
-    /* Undecided only if the GPU could take this message at all. */
-    c->msg = c->tls || c->prov->offload_min[OFFLOAD_GCM] == SIZE_MAX ? MSG_FALLBACK
-                                                                      : MSG_UNDECIDED;
+    c->msg = c->iv_msg;
     c->naad = 0;
     if (c->g.dirty)
         gcm_engine_new_message(c);
+}
+
+/* A new IV, the fallback having taken it: a new message. */
+static void new_iv(gcm_ctx *c, const unsigned char *iv, size_t ivlen)
+{
+    memcpy(c->iv, iv, ivlen);
+    c->ivlen = ivlen;
+    new_message(c);
 }
 
 static __attribute__((noinline)) int init_general(gcm_ctx *c, const unsigned char *key,
@@ -313,22 +324,28 @@ static __attribute__((noinline)) int init_general(gcm_ctx *c, const unsigned cha
     return 1;
 }
 
-/* A new IV alone (every TLS 1.3 record) is init_general's path for it
- * without the rest. */
+/*
+ * A new 12-byte IV alone (every TLS 1.3 record) is init_general's path for it
+ * without the rest.  The IV's bytes are ours before the call, so that only
+ * the context lives across it; should the fallback refuse, init_failed voids
+ * them (iv_set = 0).
+ */
 static inline int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
                            const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[],
                            int enc)
 {
     OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? c->fb->einit : c->fb->dinit;
 
-    if (key != NULL || iv == NULL || params != NULL)
+    if (key != NULL || iv == NULL || params != NULL || ivlen != 12)
         return init_general(c, key, keylen, iv, ivlen, params, enc);
-    if (!init(c->fbctx, NULL, keylen, iv, ivlen, NULL)) {
-        init_failed(c, NULL, keylen, iv, ivlen, NULL, enc);
+    memcpy(c->iv, iv, 12);
+    if (!init(c->fbctx, NULL, keylen, iv, 12, NULL)) {
+        init_failed(c, NULL, keylen, iv, 12, NULL, enc);
         return 0;
     }
     c->enc = enc;
-    new_iv(c, iv, ivlen);
+    c->ivlen = 12;
+    new_message(c);
     return 1;
 }
 
@@ -541,8 +558,16 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
 
     if (c->msg == MSG_FALLBACK && inl < DISPATCH_SAMPLE && in != NULL)
         return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
-    if (c->msg == MSG_UNDECIDED && in != NULL)   /* (in == NULL: a final's form) */
+    if (c->msg == MSG_UNDECIDED && in != NULL) {  /* (in == NULL: a final's form) */
+        /* update_undecided's small first data, as a tail call: the fallback
+         * has the message whether or not it takes this update (it had all of
+         * its AAD; one it refuses leaves the GPU out of the message, no more). */
+        if (out != NULL && inl - 1 < c->first_cpu) {
+            c->msg = MSG_FALLBACK;
+            return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+        }
         return update_undecided(c, out, outl, outsize, in, inl);
+    }
     return update_engine(c, out, outl, outsize, in, inl);
 }
 

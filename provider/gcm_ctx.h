@@ -33,6 +33,11 @@ typedef struct gcm_ctx {
     int tag_ours;                     /* the last tag made was our engine's (else the fallback's) */
     int enc;
     size_t naad;
+    msg_engine iv_msg;                /* a new IV's message: MSG_FALLBACK in TLS mode or
+                                         with the GPU path off, else MSG_UNDECIDED */
+    size_t first_cpu;                 /* a message's first data of 1..first_cpu bytes goes
+                                         to the fallback: below DISPATCH_SAMPLE and the GPU
+                                         threshold (cipher_gcm.c, update_undecided) */
     const gpuaes_variant *var;
     const fallback_cipher *ecb;       /* default provider's AES-ECB of the same key size */
     const fallback_cipher *ctr;       /* ... and AES-CTR */

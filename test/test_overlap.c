@@ -8,6 +8,9 @@
  *                3 MiB, d in {0, +1, +5, +16, +4080, +1 MiB + 16, -1, -16},
  *                the data in one update or after a 5-byte one (ECB/CBC then
  *                hold 5 bytes: there out + 5 == in is in place, out == in is not)
+ *                Also: 5 bytes partially overlapping (the default provider's
+ *                bytes), a whole block out of place, then 1 MiB + 48 in place:
+ *                the GPU must see the bytes held after the first call.
  *   --keystream  CTR streams in keystream mode (small updates) meet such calls
  * --gpu: exit 77 without a GPU; in-place calls of >= 1 MiB on a GPU operation
  * must reach the GPU (gpu-bytes grows), partially overlapping ones must not.
@@ -128,21 +131,58 @@ static void layout_case(const char *name, int enc, size_t len, long d, size_t fi
     EVP_CIPHER_CTX_free(x[1]);
 }
 
+/* A partially overlapping call, then one the hot path takes (whole blocks
+ * after whole blocks: it must know that the fallback holds a partial one
+ * since), then one for the GPU, in place (out + held == in).  The hot path
+ * needs a GPU threshold above 16 B: the --keystream run's 1 MiB. */
+static void held_after_overlap(const char *name, int enc)
+{
+    unsigned char key[32], iv[16];
+    EVP_CIPHER_CTX *x[2];
+    size_t o, held = strstr(name, "ECB") || strstr(name, "CBC") ? 5 : 0, len = FAR + 32;
+    uint64_t g0;
+    char what[120];
+
+    snprintf(what, sizeof(what), "%s %s: 5 B at d=1, 16 B out of place, %zu in place", name,
+             enc ? "enc" : "dec", len);
+    test_rand_bytes(key, sizeof(key));
+    test_rand_bytes(iv, sizeof(iv));
+    memcpy(buf[0], src, CAP);
+    memcpy(buf[1], src, CAP);
+    if (!init_pair(x, name, enc, key, iv)) {
+        CHECKF(0, "%s: init", what);
+        return;
+    }
+    both_update(x, IN_AT, 1, 5, &o, what);
+    both_update(x, IN_AT + 5, (long)(CAP / 2), 16, &o, what);
+    g0 = u64_param("gpu-bytes") + u64_param("cpu-share-bytes");
+    both_update(x, IN_AT + 21, -(long)held, len, &o, what);
+    if (gpu && gpu_op(name, enc))
+        CHECKF(u64_param("gpu-bytes") + u64_param("cpu-share-bytes") > g0,
+               "%s: the in-place call did not reach the GPU", what);
+    both_final(x, IN_AT + 21 - held + o, what);
+    check_bufs(what);
+    EVP_CIPHER_CTX_free(x[0]);
+    EVP_CIPHER_CTX_free(x[1]);
+}
+
+static const char *const BLOCK_NAMES[] = { "AES-128-ECB", "AES-256-ECB", "AES-128-CBC",
+                                           "AES-256-CBC", "AES-128-CFB", "AES-256-CFB",
+                                           "AES-128-CTR", "AES-256-CTR" };
+
 static void layouts(void)
 {
-    static const char *const names[] = { "AES-128-ECB", "AES-256-ECB", "AES-128-CBC", "AES-256-CBC",
-                                         "AES-128-CFB", "AES-256-CFB", "AES-128-CTR", "AES-256-CTR" };
     static const size_t lens[] = { 69, 4133, ((size_t)1 << 20) + 48, MAXLEN };
     static const long ds[] = { 0, 1, 5, 16, 4080, (long)FAR, -1, -16 };
 
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    for (size_t i = 0; i < sizeof(BLOCK_NAMES) / sizeof(BLOCK_NAMES[0]); i++) {
         for (int enc = 1; enc >= 0; enc--)
             for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
                 for (size_t k = 0; k < sizeof(ds) / sizeof(ds[0]); k++) {
-                    layout_case(names[i], enc, lens[l], ds[k], 0);
-                    layout_case(names[i], enc, lens[l], ds[k], 5);
+                    layout_case(BLOCK_NAMES[i], enc, lens[l], ds[k], 0);
+                    layout_case(BLOCK_NAMES[i], enc, lens[l], ds[k], 5);
                 }
-        printf("%s done, %d failures so far\n", names[i], test_failures);
+        printf("%s done, %d failures so far\n", BLOCK_NAMES[i], test_failures);
         fflush(stdout);
     }
 }
@@ -220,6 +260,9 @@ int main(int argc, char **argv)
         keystream();
     else
         layouts();
+    for (size_t i = 0; i < sizeof(BLOCK_NAMES) / sizeof(BLOCK_NAMES[0]); i++)
+        for (int enc = 1; enc >= 0; enc--)
+            held_after_overlap(BLOCK_NAMES[i], enc);
     free(src);
     free(buf[0]);
     free(buf[1]);
