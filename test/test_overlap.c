@@ -86,6 +86,23 @@ static int init_pair(EVP_CIPHER_CTX *x[2], const char *name, int enc, const unsi
     return ok;
 }
 
+/* Both buffers from src, a random key and IV, both contexts made: 1, or 0
+ * (reported against `what`). */
+static int start_pair(EVP_CIPHER_CTX *x[2], const char *name, int enc, const char *what)
+{
+    unsigned char key[32], iv[16];
+
+    test_rand_bytes(key, sizeof(key));
+    test_rand_bytes(iv, sizeof(iv));
+    memcpy(buf[0], src, CAP);
+    memcpy(buf[1], src, CAP);
+    if (!init_pair(x, name, enc, key, iv)) {
+        CHECKF(0, "%s: init", what);
+        return 0;
+    }
+    return 1;
+}
+
 /* Does ECB/CBC/CFB/CTR in this direction have a GPU operation? */
 static int gpu_op(const char *name, int enc)
 {
@@ -95,7 +112,6 @@ static int gpu_op(const char *name, int enc)
 /* [first bytes,] the rest, final: one layout, one cipher, one direction. */
 static void layout_case(const char *name, int enc, size_t len, long d, size_t first)
 {
-    unsigned char key[32], iv[16];
     EVP_CIPHER_CTX *x[2];
     size_t o1 = 0, o2 = 0, rest = len - first;
     uintptr_t in2, out2;
@@ -105,14 +121,8 @@ static void layout_case(const char *name, int enc, size_t len, long d, size_t fi
 
     snprintf(what, sizeof(what), "%s %s len=%zu d=%ld first=%zu", name, enc ? "enc" : "dec", len,
              d, first);
-    test_rand_bytes(key, sizeof(key));
-    test_rand_bytes(iv, sizeof(iv));
-    memcpy(buf[0], src, CAP);
-    memcpy(buf[1], src, CAP);
-    if (!init_pair(x, name, enc, key, iv)) {
-        CHECKF(0, "%s: init", what);
+    if (!start_pair(x, name, enc, what))
         return;
-    }
     if (first > 0)
         both_update(x, IN_AT, d, first, &o1, what);
     g0 = u64_param("gpu-bytes") + u64_param("cpu-share-bytes");
@@ -137,7 +147,6 @@ static void layout_case(const char *name, int enc, size_t len, long d, size_t fi
  * needs a GPU threshold above 16 B: the --keystream run's 1 MiB. */
 static void held_after_overlap(const char *name, int enc)
 {
-    unsigned char key[32], iv[16];
     EVP_CIPHER_CTX *x[2];
     size_t o, held = strstr(name, "ECB") || strstr(name, "CBC") ? 5 : 0, len = FAR + 32;
     uint64_t g0;
@@ -145,14 +154,8 @@ static void held_after_overlap(const char *name, int enc)
 
     snprintf(what, sizeof(what), "%s %s: 5 B at d=1, 16 B out of place, %zu in place", name,
              enc ? "enc" : "dec", len);
-    test_rand_bytes(key, sizeof(key));
-    test_rand_bytes(iv, sizeof(iv));
-    memcpy(buf[0], src, CAP);
-    memcpy(buf[1], src, CAP);
-    if (!init_pair(x, name, enc, key, iv)) {
-        CHECKF(0, "%s: init", what);
+    if (!start_pair(x, name, enc, what))
         return;
-    }
     both_update(x, IN_AT, 1, 5, &o, what);
     both_update(x, IN_AT + 5, (long)(CAP / 2), 16, &o, what);
     g0 = u64_param("gpu-bytes") + u64_param("cpu-share-bytes");
@@ -193,7 +196,6 @@ static void keystream(void)
 {
     static const long ds[] = { 1, 16, -1, -16, 0, 4080 };
     static const size_t ns[] = { 1000, 20000, (size_t)2 << 20 };
-    unsigned char key[32], iv[16];
     uint64_t used_at_start = u64_param("keystream-used");
     int cases_with_keystream = 0;
 
@@ -205,14 +207,8 @@ static void keystream(void)
             char what[120];
 
             snprintf(what, sizeof(what), "AES-128-CTR keystream d=%ld n=%zu", ds[k], ns[m]);
-            test_rand_bytes(key, sizeof(key));
-            test_rand_bytes(iv, sizeof(iv));
-            memcpy(buf[0], src, CAP);
-            memcpy(buf[1], src, CAP);
-            if (!init_pair(x, "AES-128-CTR", 1, key, iv)) {
-                CHECKF(0, "%s: init", what);
+            if (!start_pair(x, "AES-128-CTR", 1, what))
                 continue;
-            }
             /* out of place, 3 bytes off the block grid: ramp, then keystream windows */
             for (int i = 0; i < 48; i++)
                 both_update(x, IN_AT + (size_t)i * 4099 % 65536, (long)(CAP / 2), 4099, &o, what);
