@@ -337,6 +337,16 @@ static unsigned shared_load(offload_kind kind, uint64_t *gpu_ns, unsigned *procs
     return gpu()->load(op_of_kind(kind), gpu_ns, procs);
 }
 
+/* This thread's last decision was for the GPU, by its estimates rather than
+ * to look again, with no other thread of large calls in this process or
+ * another and no other process's job on the GPU (dispatch_gpu_alone). */
+static _Thread_local int gpu_alone;
+
+int dispatch_gpu_alone(void)
+{
+    return gpu_alone;
+}
+
 int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)
 {
     uint64_t cpu, gpu, now, until = load_u64(&backoff_until), shared_gpu;
@@ -344,8 +354,10 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     unsigned active, busy, users, others, procs;
     int jobs, go, burst;
 
+    gpu_alone = 1;                     /* forced (offload_min_bytes set): the GPU, as if alone */
     if (prov->offload_min_set)
         return 1;
+    gpu_alone = 0;
     now = dispatch_now_ns();
     active = active_threads(now, now + ACTIVE_NS, &burst);
     /* Other processes' threads of large calls count as this one's: with more
@@ -379,6 +391,7 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     }
     if (go)
         to_gpu(now + ACTIVE_NS);
+    gpu_alone = go && exploring != (int)kind * 2 + 1 && active <= 1 && procs == 0 && busy == 0;
     atomic_fetch_sub_explicit(&deciding, 1, memory_order_acq_rel);
     return go;
 }

@@ -78,6 +78,7 @@ typedef struct worker {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int op, ret, busy;                 /* the request and its answer */
+    int alone;                         /* dispatch_gpu_alone() after OP_DECIDE */
     uint64_t ns;
     int state;                         /* the model's */
     uint64_t next, dur;
@@ -97,6 +98,7 @@ static call calls[MAXCALLS];
 static int ncalls, max_inflight, gpu_calls;   /* gpu_calls: from 10 ms into the last phase */
 static int first_gpu;                         /* threads whose first call of the last phase went to the GPU */
 static int failures;
+static int alone_calls, alone_wrong;           /* dispatch_gpu_alone() answers */
 
 #define CHECK(c, ...) \
     do { if (!(c)) { printf("FAIL: " __VA_ARGS__); printf("\n"); failures++; } } while (0)
@@ -110,7 +112,10 @@ static void *worker_main(void *arg)
         while (me->op == 0)
             pthread_cond_wait(&me->cv, &me->mu);
         switch (me->op) {
-        case OP_DECIDE: me->ret = dispatch_to_gpu(&prov, kind, 16, LEN); break;
+        case OP_DECIDE:
+            me->ret = dispatch_to_gpu(&prov, kind, 16, LEN);
+            me->alone = dispatch_gpu_alone();
+            break;
         case OP_CPU_DONE: dispatch_cpu_done(kind, 16, LEN, me->ns); break;
         case OP_GPU_BEGIN: me->ret = dispatch_gpu_begin(); break;
         case OP_GPU_END: dispatch_gpu_end(kind, LEN, LEN, 1, me->busy, me->ns); break;
@@ -204,6 +209,14 @@ static void simulate(const phase *ph, int nph)
             me->next = begin[p + 1] + (uint64_t)t * 1000; /* sits this phase out */
         } else {
             int gpu = on(t, OP_DECIDE, 0, 0);
+
+            /* "alone" (a GCM message may move to the GPU) only on a GPU
+             * decision with no other thread or process making large calls
+             * (from 10 ms into a phase: its threads have all begun). */
+            alone_calls += me->alone;
+            if (me->alone && (!gpu || ((ph[p].threads > 1 || ph[p].others > 0 || ph[p].procs > 0)
+                                       && now >= begin[p] + 10 * MS)))
+                alone_wrong++;
             uint64_t cpu_ns = ns_of(ph[p].cpu), gpu_ns = ns_of(ph[p].gpu) * (uint64_t)(1 + ph[p].others),
                      alone = ns_of(ph[p].gpu);
 
@@ -378,6 +391,9 @@ int main(int argc, char **argv)
             from += (uint64_t)(ph[p].secs * 1e9);
         check_recovery(from);
     }
+    CHECK(alone_wrong == 0, "%d decisions called alone beside other threads or processes", alone_wrong);
+    if (strcmp(s, "fastgpu") == 0)
+        CHECK(alone_calls > 0, "a lone thread's GPU decisions never alone");
     printf("%s: %s\n", s, failures ? "FAILED" : "ok");
     return failures != 0;
 }
