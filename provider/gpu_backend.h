@@ -47,12 +47,13 @@ extern _Atomic(const gpu_backend *) gpu_backend_in_use;
 
 /* The first call in a process chooses; later ones keep that choice.
  * disable_gpu: the service backend never starts or connects. */
-void gpu_backend_select(gpu_backend_kind kind, int disable_gpu, unsigned timeout_ms, size_t chunk);
+void gpu_backend_select(gpu_backend_kind kind, int disable_gpu, unsigned timeout_ms, size_t chunk,
+                        unsigned connect_wait_ms);
 gpu_backend_kind gpu_backend_kind_in_use(void);
 
 /* gpu_remote.c */
 extern const gpu_backend gpu_backend_service;
-void gpu_remote_configure(int disable_gpu, unsigned timeout_ms, size_t chunk);
+void gpu_remote_configure(int disable_gpu, unsigned timeout_ms, size_t chunk, unsigned connect_wait_ms);
 
 /* The GPU layer this process's jobs go to: gpu()->run(job). */
 static inline const gpu_backend *gpu(void)

@@ -59,6 +59,7 @@ static struct {
     int disabled;
     unsigned timeout_ms;               /* a wait's bound: this + the bytes in flight at 1 GB/s */
     size_t chunk;                      /* service_chunk: a job's pieces */
+    unsigned first_wait_ms;            /* service_connect_wait_ms */
     _Atomic long long retry_at;        /* R_DOWN: no new start before (ms) */
     long long backoff;
     unsigned gen;                      /* bumped when the service is lost */
@@ -70,7 +71,7 @@ static struct {
     char path[PATH_MAX];               /* gpuaesd, or "" (connect only) */
     char dir[108];                     /* GPUAES_SERVICE_DIR, or "" (the default) */
     char why[160];                     /* the last start's failure */
-} R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, R_IDLE, 0, 100, (size_t)4 << 20, 0,
+} R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, R_IDLE, 0, 100, (size_t)4 << 20, 3, 0,
         BACKOFF_MIN_MS, 0, { { 0 } }, 0, 0, { 0 }, 0, 0, "", "", "" };
 
 /* The published load (below, "The service's published load"). */
@@ -173,12 +174,13 @@ static void find_service(void)
     R.path[0] = '\0';
 }
 
-void gpu_remote_configure(int disable_gpu, unsigned timeout_ms, size_t chunk)
+void gpu_remote_configure(int disable_gpu, unsigned timeout_ms, size_t chunk, unsigned connect_wait_ms)
 {
     const char *dir = getenv("GPUAES_SERVICE_DIR");
 
     R.disabled = disable_gpu;
     R.timeout_ms = timeout_ms;
+    R.first_wait_ms = connect_wait_ms;
     R.chunk = chunk / 4096 * 4096 != 0 ? chunk / 4096 * 4096 : 4096;   /* slots page-aligned */
     snprintf(R.dir, sizeof(R.dir), "%s", dir != NULL ? dir : "");
     find_service();
@@ -348,15 +350,13 @@ static int remote_available(void)
 
 /*
  * The call that starts the connection (offload_gpu_up, past gpu_start_bytes)
- * waits up to FIRST_WAIT_MS for it: a running service answers its hello in
+ * waits up to service_connect_wait_ms (3) for it: a running service answers its hello in
  * well under that, and then this call, a fresh process's first large one,
  * can already run on the GPU.  Without a socket in the directory no service
  * runs: one must be started (hundreds of ms), and the call goes on on the
  * CPU at once.  Only the caller that began the start waits; every other call
  * meanwhile answers at once.
  */
-#define FIRST_WAIT_MS 3
-
 static int remote_start(void)
 {
     struct timespec until;
@@ -367,9 +367,10 @@ static int remote_start(void)
     if (R.disabled || st == R_STARTING || (st == R_DOWN && now_ms() < atomic_load(&R.retry_at)))
         return 0;
     pthread_mutex_lock(&R.mu);
-    if (kick_locked() && gpuaesd_listening(R.dir[0] ? R.dir : NULL)) {
+    if (kick_locked() && R.first_wait_ms > 0 && gpuaesd_listening(R.dir[0] ? R.dir : NULL)) {
         clock_gettime(CLOCK_REALTIME, &until);      /* R.cv's clock */
-        until.tv_nsec += FIRST_WAIT_MS * 1000000L;
+        until.tv_sec += R.first_wait_ms / 1000;
+        until.tv_nsec += (long)(R.first_wait_ms % 1000) * 1000000L;
         if (until.tv_nsec >= 1000000000L) {
             until.tv_sec++;
             until.tv_nsec -= 1000000000L;

@@ -437,7 +437,8 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     settings_load(prov, core_get_params);
     gpuaes_gpu_configure(&prov->gpu);       /* before anything can use the GPU */
     gpu_backend_select((gpu_backend_kind)prov->gpu_backend, prov->gpu.disable_gpu,
-                       (unsigned)prov->service_timeout_ms, prov->service_chunk);
+                       (unsigned)prov->service_timeout_ms, prov->service_chunk,
+                       (unsigned)prov->service_connect_wait_ms);
     ks_xor_init();
     if (!fallback_load(prov, in)) {
         err_carry(prov);

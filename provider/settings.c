@@ -128,6 +128,10 @@ static const knob knobs[] = {
      * (gpu_remote.c): copy-in, service and copy-out of different pieces overlap. */
     SIZE_KNOB("service_chunk", "GPUAES_SERVICE_CHUNK", 64 * K_, 64 * K_ * K_, 16 * K_ * K_,
               PROV(service_chunk)),
+    /* The call that starts the connection to a running service waits this
+     * long for it (gpu_remote.c, remote_start). */
+    COUNT_KNOB("service_connect_wait_ms", "GPUAES_SERVICE_CONNECT_WAIT_MS", 0, 1000, 3,
+               PROV(service_connect_wait_ms)),
     /* Whose default provider does the CPU work (fallback.c). */
     { "fallback", "GPUAES_FALLBACK", KNOB_ENUM, FALLBACK_PRIVATE, FALLBACK_APPLICATION,
       FALLBACK_APPLICATION, NULL, fallback_names, PROV(fallback_want) },
