@@ -226,6 +226,8 @@ static int iv_buffered(const gcm_ctx *c)
 static void take_key(gcm_ctx *c, const unsigned char *key)
 {
     memcpy(c->key, key, c->var->keylen);
+    if (!c->key_set)
+        c->naad = 0;                  /* the fallback refused all AAD before a key (gcm_update counted it) */
     c->key_set = 1;
     c->g.keyed = 0;
     gpu()->key_free(c->g.gpukey);
@@ -373,15 +375,22 @@ static int gpu_possible(const gcm_ctx *c)
     return !c->tls && c->key_set && c->iv_set;   /* offload_wanted() asks for the GPU */
 }
 
-/* An undecided message whose first data (datalen bytes) went to the
- * fallback: it may move to our engine later, so its lengths are counted from
- * here on (the AAD so far: stashed and overflowed).  gcm_engine_adopt. */
-static void movable(gcm_ctx *c, size_t datalen)
+/* An undecided message's lengths, counted in the engine's state from here
+ * on (its AAD so far: naad) for gcm_engine_adopt; datalen bytes of data went
+ * to the fallback. */
+static void count_lengths(gcm_ctx *c, size_t datalen)
 {
     c->g.dirty = 1;                   /* a new IV resets the counts */
     c->g.aadlen += c->naad;
     c->naad = 0;
     c->g.datalen = datalen;
+}
+
+/* An undecided message whose first data (datalen bytes) went to the
+ * fallback: it may move to our engine later. */
+static void movable(gcm_ctx *c, size_t datalen)
+{
+    count_lengths(c, datalen);
     c->msg = gpu_possible(c) && datalen > 0 ? MSG_FALLBACK_MOVABLE : MSG_FALLBACK;
 }
 
@@ -474,7 +483,10 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
          * here and decides nothing.)  The first data decides; the dispatcher is
          * asked last (it counts).  Partly overlapping buffers: the default
          * provider's bytes. */
-        if (inl == 0 || !gpu_possible(c) || gpuaes_overlap_partial(in, inl, out, inl)
+        /* Those the fallback refuses untouched (too little room, too much
+         * data) stay there: it still takes AAD after them, unpadded. */
+        if (inl == 0 || outsize < inl || inl > GCM_MAX_DATA || !gpu_possible(c)
+            || gpuaes_overlap_partial(in, inl, out, inl)
             || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl)) {
             /* Refused (no key yet, output too small): the message has not
              * started, the IV stays buffered and a later key may still take it. */
@@ -484,9 +496,13 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
                 movable(c, out != NULL ? inl : 0);
             return 1;
         }
-        if (!gcm_engine_start(c)) {
-            GPUAES_RAISE(c->prov, PROV_R_CIPHER_OPERATION_FAILED);
-            return 0;
+        /* Our engine takes the message from the fallback, which had all of
+         * its AAD (gcm_engine_adopt at data length 0); should that fail, the
+         * fallback keeps it. */
+        count_lengths(c, 0);
+        if (!gcm_engine_adopt(c)) {
+            c->msg = MSG_FALLBACK;
+            return fb_update_timed(c, out, outl, outsize, in, inl);
         }
         /* fall through: the first data of a message on gpuaes's engine */
     case MSG_GPU:
@@ -501,12 +517,8 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
         return 0;
     }
     if (out == NULL) {                /* AAD after data refused: ASSUME_GCM_AAD_BEFORE_DATA */
-        if (!gcm_engine_aad(c, in, inl)) {
-            GPUAES_RAISE(c->prov, PROV_R_CIPHER_OPERATION_FAILED);
-            return 0;
-        }
-        *outl = inl;
-        return 1;
+        GPUAES_RAISE(c->prov, PROV_R_CIPHER_OPERATION_FAILED);   /* (ours starts at data) */
+        return 0;
     }
     if (outsize < inl) {
         GPUAES_RAISE(c->prov, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
@@ -523,8 +535,9 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
 
 /*
  * An undecided message (a new IV, the GPU in reach): its AAD goes to the
- * fallback and the stash; its first data, if too small for the GPU, to the
- * fallback, which then has the message.  The rest: update_engine.
+ * fallback, counted (a message our engine takes starts from the fallback's
+ * GHASH of it: gcm_engine_adopt); its first data, if too small for the GPU,
+ * to the fallback, which then has the message.  The rest: update_engine.
  */
 static __attribute__((noinline)) int update_undecided(gcm_ctx *c, unsigned char *out,
                                                       size_t *outl, size_t outsize,
@@ -532,13 +545,11 @@ static __attribute__((noinline)) int update_undecided(gcm_ctx *c, unsigned char 
 {
     int ok;
 
-    if (out == NULL) {                /* AAD: both engines may need it */
+    if (out == NULL) {                /* AAD: counted only once the fallback took it */
         if (!c->fb->update(c->fbctx, out, outl, outsize, in, inl))
             return 0;
-        if (gcm_engine_stash_aad(c, in, inl))
-            return 1;
-        c->msg = MSG_FALLBACK;        /* the fallback has it all, our engine not */
-        return 0;
+        c->naad += inl;
+        return 1;
     }
     /* The first data: update_engine's way, unless offload_wanted() refuses it
      * by its size and the CPU call is too short to be timed. */
@@ -559,6 +570,13 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     if (c->msg == MSG_FALLBACK && inl < DISPATCH_SAMPLE && in != NULL)
         return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
     if (c->msg == MSG_UNDECIDED && in != NULL) {  /* (in == NULL: a final's form) */
+        /* AAD, counted for gcm_engine_adopt, as a tail call.  The default
+         * provider refuses it untouched, and then only for too little room
+         * (update_undecided's) or without a key (take_key drops that count). */
+        if (out == NULL && inl <= outsize) {
+            c->naad += inl;
+            return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
+        }
         /* update_undecided's small first data, as a tail call: the fallback
          * has the message whether or not it takes this update (it had all of
          * its AAD; one it refuses leaves the GPU out of the message, no more). */
