@@ -181,6 +181,39 @@ int check_GCM_DUP_FINAL_TAG(assume_run *r)
         close_ctx(&d);
         close_ctx(&c);
     }
+    /* Before any data (gcm_engine_adopt when our engine takes a message at
+     * its first data): after AAD of 20 bytes (a partial block), and with no
+     * AAD (the IV still buffered), the copy's tag is that of the AAD alone,
+     * and the original's message goes on unchanged. */
+    for (int k = 0; ok && k < 4; k++) {
+        int enc = k & 1;
+        size_t naad = k < 2 ? 20 : 0;
+        fbc c = { 0 }, d = { 0 };
+        size_t outl;
+
+        ok = gcm_fresh(r, K1, in + 50, naad, in, ct, 0, t48)
+            && gcm_fresh(r, K1, in + 50, naad, in, ct, 48, t96)
+            && open_init(r, &c, MODE_GCM, enc, K1, GIV)
+            && need(r, naad == 0 || upd(&c, NULL, in + 50, naad) == naad, "AAD");
+        d.fb = c.fb;
+        d.ctx = ok ? c.fb->dupctx(c.ctx) : NULL;
+        ok = ok && need(r, d.ctx != NULL, "dupctx")
+            && need(r, init(&d, 1, NULL, NULL) && d.fb->final(d.ctx, NULL, &outl, 0)
+                    && gcm_tag(&d, tag, BLOCK), "the copy's final and tag (no data)")
+            && expect(r, memcmp(tag, t48, BLOCK) == 0,
+                      "GCM: a copy's tag before any data is not that of the AAD alone")
+            && need(r, upd(&c, out, enc ? in : ct, 48) == 48, "data after the copy");
+        if (ok && enc)
+            ok = need(r, c.fb->final(c.ctx, NULL, &outl, 0) && gcm_tag(&c, tag, BLOCK), "final")
+                && expect(r, memcmp(out, ct, 48) == 0 && memcmp(tag, t96, BLOCK) == 0,
+                          "GCM: the original changed after a copy's final before data");
+        else if (ok)
+            ok = need(r, gcm_set_tag(&c, t96, BLOCK), "set tag")
+                && expect(r, memcmp(out, in, 48) == 0 && c.fb->final(c.ctx, NULL, &outl, 0),
+                          "GCM: the original changed after a copy's final before data");
+        close_ctx(&d);
+        close_ctx(&c);
+    }
     return ok;
 }
 

@@ -81,7 +81,8 @@
  *   zero-padded bytes; the same init after final starts afresh.  seg_feed,
  *   seg_close, engine_key (gcm_engine.c).
  * ASSUME_GCM_DUP_FINAL_TAG (load)
- *   A copy (dupctx) of a GCM context in the middle of a message, made an
+ *   A copy (dupctx) of a GCM context in the middle of a message (also before
+ *   its first data, after AAD or none, the IV still buffered), made an
  *   encrypting one by an init without key or IV (a decrypting one too), gives
  *   at final the tag of the message so far, as if it ended there (the
  *   decrypting one's GHASH is of the ciphertext it was given); the original
