@@ -26,7 +26,7 @@ typedef struct gcm_ctx {
     /* Hot: what a small record's calls read, in the first cache line. */
     const fallback_cipher *fb;        /* default provider's AES-GCM */
     void *fbctx;
-    const gpuaes_prov *prov;
+    OSSL_FUNC_cipher_update_fn *fb_update;   /* fb->update: one load less per update */
     msg_engine msg;
     int tls;                          /* TLS params seen: records stay on the fallback */
     int tag_ours;                     /* the last tag made was our engine's (else the fallback's) */
@@ -37,6 +37,7 @@ typedef struct gcm_ctx {
     size_t first_cpu;                 /* a message's first data of 1..first_cpu bytes goes
                                          to the fallback: below DISPATCH_SAMPLE and the GPU
                                          threshold (cipher_gcm.c, update_undecided) */
+    const gpuaes_prov *prov;
     const gpuaes_variant *var;
     const fallback_cipher *ecb;       /* default provider's AES-ECB of the same key size */
     const fallback_cipher *ctr;       /* ... and AES-CTR */
