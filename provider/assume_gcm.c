@@ -80,6 +80,30 @@ int check_GCM_IV_BUFFERED(assume_run *r)
     return ok;
 }
 
+int check_GCM_IV_INIT_OK(assume_run *r)
+{
+    unsigned char in[40], out[40 + BLOCK], tag[BLOCK];
+    int ok = 1;
+
+    fill(in, sizeof(in), 23);
+    /* no key yet, keyed, after AAD, after data, finished; each direction */
+    for (int k = 0; ok && k < 10; k++) {
+        int enc = k & 1, state = k / 2;
+        fbc c = { 0 };
+
+        if (state == 4)
+            ok = gcm_finished(r, &c, 20, in, out, 40, tag);
+        else
+            ok = open_ctx(r, &c, MODE_GCM)
+                && need(r, state == 0 || init(&c, 1, K1, GIV), "init")
+                && need(r, state < 2 || upd(&c, NULL, in, 20) == 20, "AAD")
+                && need(r, state < 3 || upd(&c, out, in, 40) == 40, "data");
+        ok = ok && expect(r, init(&c, enc, NULL, GIV), "GCM: an init with a 12-byte IV alone failed");
+        close_ctx(&c);
+    }
+    return ok;
+}
+
 int check_GCM_REKEY_RESETS_MESSAGE(assume_run *r)
 {
     unsigned char in[64], a[48], b[48], ta[BLOCK], tb[BLOCK], scratch[48];

@@ -329,9 +329,8 @@ static __attribute__((noinline)) int init_general(gcm_ctx *c, const unsigned cha
 
 /*
  * A new 12-byte IV alone (every TLS 1.3 record) is init_general's path for it
- * without the rest.  The IV's bytes are ours before the call, so that only
- * the context lives across it; should the fallback refuse, init_failed voids
- * them (iv_set = 0).
+ * without the rest, as a tail call: the default provider takes such an init
+ * in any state (ASSUME_GCM_IV_INIT_OK), so the new message is ours before it.
  */
 static inline int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
                            const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[],
@@ -342,14 +341,10 @@ static inline int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
     if (key != NULL || iv == NULL || params != NULL || ivlen != 12)
         return init_general(c, key, keylen, iv, ivlen, params, enc);
     memcpy(c->iv, iv, 12);
-    if (!init(c->fbctx, NULL, keylen, iv, 12, NULL)) {
-        init_failed(c, NULL, keylen, iv, 12, NULL, enc);
-        return 0;
-    }
     c->enc = enc;
     c->ivlen = 12;
     new_message(c);
-    return 1;
+    return init(c->fbctx, NULL, keylen, iv, 12, NULL);
 }
 
 FAMILY_INITS(gcm)
