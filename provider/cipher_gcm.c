@@ -344,7 +344,7 @@ static inline int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
     c->enc = enc;
     c->ivlen = 12;
     new_message(c);
-    return init(c->fbctx, NULL, keylen, iv, 12, NULL);
+    return init(c->fbctx, key, keylen, iv, ivlen, params);   /* (NULL, 12, NULL: as given) */
 }
 
 FAMILY_INITS(gcm)
@@ -597,9 +597,12 @@ int gcm_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
     gcm_ctx *c = vctx;
 
     if (c->msg != MSG_GPU) {
+        OSSL_FUNC_cipher_final_fn *final = c->fb->final;
+
         c->msg = MSG_FALLBACK;        /* its state now says what may follow */
         c->tag_ours = 0;
-        return c->fb->final(c->fbctx, out, outl, outsize);
+        __asm__ volatile("" ::: "memory");   /* no code: fbctx then loads straight into place */
+        return final(c->fbctx, out, outl, outsize);
     }
     if (c->g.finished)
         return 0;
@@ -654,8 +657,12 @@ int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
 
     /* EVP asks for ivlen on every init, and the tag of every record: a tail
      * call, no frame, unless our engine made the tag. */
-    if (!c->tag_ours)
-        return c->fb->get_ctx_params(c->fbctx, params);
+    if (!c->tag_ours) {
+        OSSL_FUNC_cipher_get_ctx_params_fn *get = c->fb->get_ctx_params;
+
+        __asm__ volatile("" ::: "memory");   /* no code: fbctx then loads straight into place */
+        return get(c->fbctx, params);
+    }
     return get_params_our_tag(c, params);
 }
 
