@@ -475,12 +475,11 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
         if (inl >= c->prov->offload_min[OFFLOAD_GCM] && dispatch_cpu_claim(OFFLOAD_GCM, c->var->keylen))
             measure_cpu(c);
         /* fall through */
-        /* (Its AAD: update_undecided; an empty one without input comes
-         * here and decides nothing.)  The first data decides; the dispatcher is
-         * asked last (it counts).  Partly overlapping buffers: the default
-         * provider's bytes. */
-        /* Those the fallback refuses untouched (too little room, too much
-         * data) stay there: it still takes AAD after them, unpadded. */
+        /* (Its AAD: gcm_update, update_undecided; an empty one without
+         * input comes here and decides nothing.)  The first data decides; the
+         * dispatcher is asked last (it counts).  Partly overlapping buffers:
+         * the default provider's bytes.  Data it refuses untouched (too little
+         * room, too much) stays there: it still takes AAD after that, unpadded. */
         if (inl == 0 || outsize < inl || inl > GCM_MAX_DATA || !gpu_possible(c)
             || gpuaes_overlap_partial(in, inl, out, inl)
             || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl)) {
