@@ -23,9 +23,10 @@
  * A segment is closed before each GPU piece (it then holds whole blocks: the
  * GPU piece starts block-aligned, after the CPU finished the partial block)
  * and at final (a trailing partial block is zero-padded by the segment's
- * own final, as AAD, which is what GCM's pad of C is).  Everything is duplicable (dupctx).  (ASSUME_GCM_SEGMENT_GHASH;
- * the other ASSUME_GCM_* of provider/fallback_assumptions.h are the default
- * provider's message rules, which this engine repeats.)
+ * own final, as AAD, which is what GCM's pad of C is).  Everything is
+ * duplicable (dupctx).  (ASSUME_GCM_SEGMENT_GHASH; the other ASSUME_GCM_* of
+ * provider/fallback_assumptions.h are the default provider's message rules,
+ * which this engine repeats.)
  */
 #include <stdint.h>
 #include <string.h>
@@ -217,8 +218,9 @@ static int engine_j0(gcm_ctx *c)
  * Y = X * H = tag' ^ E_K(J0) ^ L * H, and the counter is inc32(J0) advanced
  * by datalen / 16 blocks.  Exact, any IV length; at datalen 0, X is the
  * GHASH of the AAD with its zero pad, where the data's blocks go on.  A
- * decrypting copy is made an encrypting one first (an init without key or IV sets only the
- * direction): the default provider gives no tag to a decrypting context,
+ * decrypting copy is made an encrypting one first (an init without key or
+ * IV sets only the direction): the default provider gives no tag to a
+ * decrypting context,
  * and its GHASH of the ciphertext is the same either way.
  * (ASSUME_GCM_DUP_FINAL_TAG)
  */
