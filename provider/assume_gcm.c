@@ -98,7 +98,8 @@ int check_GCM_IV_INIT_OK(assume_run *r)
                 && need(r, state == 0 || init(&c, 1, K1, GIV), "init")
                 && need(r, state < 2 || upd(&c, NULL, in, 20) == 20, "AAD")
                 && need(r, state < 3 || upd(&c, out, in, 40) == 40, "data");
-        ok = ok && expect(r, init(&c, enc, NULL, GIV), "GCM: an init with a 12-byte IV alone failed");
+        ok = ok && expect(r, init(&c, enc, NULL, GIV),
+                          "GCM: an init with a 12-byte IV alone failed");
         close_ctx(&c);
     }
     return ok;

@@ -227,8 +227,8 @@ static int iv_buffered(const gcm_ctx *c)
 static void take_key(gcm_ctx *c, const unsigned char *key)
 {
     memcpy(c->key, key, c->var->keylen);
-    if (!c->key_set)
-        c->naad = 0;                  /* the fallback refused all AAD before a key (gcm_update counted it) */
+    if (!c->key_set)                  /* the fallback refused all AAD before a key: */
+        c->naad = 0;                  /* gcm_update counted it */
     c->key_set = 1;
     c->g.keyed = 0;
     gpu()->key_free(c->g.gpukey);
