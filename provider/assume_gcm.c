@@ -80,6 +80,31 @@ int check_GCM_IV_BUFFERED(assume_run *r)
     return ok;
 }
 
+int check_GCM_IV_INIT_OK(assume_run *r)
+{
+    unsigned char in[40], out[40 + BLOCK], tag[BLOCK];
+    int ok = 1;
+
+    fill(in, sizeof(in), 23);
+    /* no key yet, keyed, after AAD, after data, finished; each direction */
+    for (int k = 0; ok && k < 10; k++) {
+        int enc = k & 1, state = k / 2;
+        fbc c = { 0 };
+
+        if (state == 4)
+            ok = gcm_finished(r, &c, 20, in, out, 40, tag);
+        else
+            ok = open_ctx(r, &c, MODE_GCM)
+                && need(r, state == 0 || init(&c, 1, K1, GIV), "init")
+                && need(r, state < 2 || upd(&c, NULL, in, 20) == 20, "AAD")
+                && need(r, state < 3 || upd(&c, out, in, 40) == 40, "data");
+        ok = ok && expect(r, init(&c, enc, NULL, GIV),
+                          "GCM: an init with a 12-byte IV alone failed");
+        close_ctx(&c);
+    }
+    return ok;
+}
+
 int check_GCM_REKEY_RESETS_MESSAGE(assume_run *r)
 {
     unsigned char in[64], a[48], b[48], ta[BLOCK], tb[BLOCK], scratch[48];
@@ -178,6 +203,39 @@ int check_GCM_DUP_FINAL_TAG(assume_run *r)
             ok = need(r, gcm_set_tag(&c, t96, BLOCK), "set tag")
                 && expect(r, c.fb->final(c.ctx, NULL, &outl, 0),
                           "GCM: the original's tag did not verify after the copy's final");
+        close_ctx(&d);
+        close_ctx(&c);
+    }
+    /* Before any data (gcm_engine_adopt when our engine takes a message at
+     * its first data): after AAD of 20 bytes (a partial block), and with no
+     * AAD (the IV still buffered), the copy's tag is that of the AAD alone,
+     * and the original's message goes on unchanged. */
+    for (int k = 0; ok && k < 4; k++) {
+        int enc = k & 1;
+        size_t naad = k < 2 ? 20 : 0;
+        fbc c = { 0 }, d = { 0 };
+        size_t outl;
+
+        ok = gcm_fresh(r, K1, in + 50, naad, in, ct, 0, t48)
+            && gcm_fresh(r, K1, in + 50, naad, in, ct, 48, t96)
+            && open_init(r, &c, MODE_GCM, enc, K1, GIV)
+            && need(r, naad == 0 || upd(&c, NULL, in + 50, naad) == naad, "AAD");
+        d.fb = c.fb;
+        d.ctx = ok ? c.fb->dupctx(c.ctx) : NULL;
+        ok = ok && need(r, d.ctx != NULL, "dupctx")
+            && need(r, init(&d, 1, NULL, NULL) && d.fb->final(d.ctx, NULL, &outl, 0)
+                    && gcm_tag(&d, tag, BLOCK), "the copy's final and tag (no data)")
+            && expect(r, memcmp(tag, t48, BLOCK) == 0,
+                      "GCM: a copy's tag before any data is not that of the AAD alone")
+            && need(r, upd(&c, out, enc ? in : ct, 48) == 48, "data after the copy");
+        if (ok && enc)
+            ok = need(r, c.fb->final(c.ctx, NULL, &outl, 0) && gcm_tag(&c, tag, BLOCK), "final")
+                && expect(r, memcmp(out, ct, 48) == 0 && memcmp(tag, t96, BLOCK) == 0,
+                          "GCM: the original changed after a copy's final before data");
+        else if (ok)
+            ok = need(r, gcm_set_tag(&c, t96, BLOCK), "set tag")
+                && expect(r, memcmp(out, in, 48) == 0 && c.fb->final(c.ctx, NULL, &outl, 0),
+                          "GCM: the original changed after a copy's final before data");
         close_ctx(&d);
         close_ctx(&c);
     }

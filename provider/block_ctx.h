@@ -24,7 +24,7 @@ typedef struct block_ctx {
     void *fbctx;                      /* the default provider's context */
     OSSL_FUNC_cipher_update_fn *fb_update;   /* fb->update: one load less per update */
     /* An update of at least hot_max bytes takes the slow path; others take
-     * the fast one and subtract their length (so it also counts down the
+     * the fast one, CTR's subtracting their length (so it also counts down the
      * keystream ramp).  0 while mirroring the fallback or in keystream mode. */
     size_t hot_max;
     int track;                        /* mirror the fallback's block buffer (held): 0, or

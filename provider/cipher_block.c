@@ -4,7 +4,7 @@
  *
  * The default provider's context (`fb`) owns the mode: padding, partial
  * blocks, num, chaining IV, parameters, TLS.  A small update is a tail call
- * into it (block_update); a large one may go to the GPU as a whole job
+ * into it (block_update and its siblings); a large one may go to the GPU as a whole job
  * (block_offload.c), and a CTR context of many small updates may get its
  * keystream computed ahead (block_keystream.c).  For ECB and CBC this file
  * mirrors the bytes the fallback holds in its block buffer, which the GPU
@@ -386,14 +386,18 @@ static __attribute__((noinline)) int update_offload(block_ctx *c, unsigned char 
 }
 
 /*
- * The hot path of every small update: two compares, then a tail call into
+ * The hot path of every small update: a few compares, then a tail call into
  * the default provider (the GPU path lives out of line, so this function
- * needs no stack frame).
+ * needs no stack frame).  Each mode family has its own entry point
+ * (provider.c's table), so each tests only what its mode needs:
+ *  tracked: ECB and CBC, whose block buffer the GPU path may need mirrored;
+ *  counted: CTR, whose hot_max also counts down the keystream ramp (others
+ *           never ramp: ramp_left stays SIZE_MAX, so hot_max stays put).
  */
-int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
-                 const unsigned char *in, size_t inl)
+static inline int update_hot(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
+                             const unsigned char *in, size_t inl, int tracked, int counted)
 {
-    block_ctx *c = vctx;
+    OSSL_FUNC_cipher_update_fn *update;
 
     if (out == NULL && inl > 0)
         return null_output(c);
@@ -401,16 +405,45 @@ int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
      * holding nothing or one whole block (else hot_max is 0: set_hot).  It
      * then holds the last block (decryption with padding) or nothing; other
      * updates take the general mirror, out of line.  (ASSUME_BLOCK_BUFFER_RULE) */
-    if (inl >= c->hot_max || (inl & c->align) != 0)
+    if (inl >= c->hot_max || (tracked && (inl & c->align) != 0))
         return update_offload(c, out, outl, outsize, in, inl);
-    if (c->track == TRACK_LAST) {
+    if (tracked && c->track == TRACK_LAST) {
         if (inl == 0)
             return update_offload(c, out, outl, outsize, in, inl);
         memcpy(c->held, in + inl - BLOCK, BLOCK);   /* before in place overwrites it */
         c->nheld = BLOCK;
     }
-    c->hot_max -= inl;
-    return c->fb_update(c->fbctx, out, outl, outsize, in, inl);
+    /* The empty asm statements are no code: they make gcc compare and
+     * subtract in memory and load fbctx straight into place (callgrind: 3
+     * instructions less per update than without). */
+    if (counted) {
+        __asm__ volatile("" ::: "memory");
+        c->hot_max -= inl;
+    }
+    update = c->fb_update;
+    __asm__ volatile("" ::: "memory");
+    return update(c->fbctx, out, outl, outsize, in, inl);
+}
+
+/* ECB and CBC. */
+int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
+                 const unsigned char *in, size_t inl)
+{
+    return update_hot(vctx, out, outl, outsize, in, inl, 1, 0);
+}
+
+/* CFB: never tracked (update_gpu_min: track and align stay 0), never ramps. */
+int block_update_cfb(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
+                     const unsigned char *in, size_t inl)
+{
+    return update_hot(vctx, out, outl, outsize, in, inl, 0, 0);
+}
+
+/* CTR: never tracked; ramps to keystream ahead (block_keystream.c). */
+int block_update_ctr(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
+                     const unsigned char *in, size_t inl)
+{
+    return update_hot(vctx, out, outl, outsize, in, inl, 0, 1);
 }
 
 int block_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)

@@ -52,6 +52,7 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
     c->prov = prov;
     c->var = var;
     c->fb = gpuaes_fallback(prov, var);
+    c->fb_update = c->fb->update;
     c->ecb = sibling(prov, var, MODE_ECB);
     c->ctr = sibling(prov, var, MODE_CTR);
     c->ivlen = 12;                    /* the default's initial IV length: ASSUME_GCM_IVLEN_VOIDS_IV */
@@ -226,6 +227,8 @@ static int iv_buffered(const gcm_ctx *c)
 static void take_key(gcm_ctx *c, const unsigned char *key)
 {
     memcpy(c->key, key, c->var->keylen);
+    if (!c->key_set)                  /* the fallback refused all AAD before a key: */
+        c->naad = 0;                  /* gcm_update counted it */
     c->key_set = 1;
     c->g.keyed = 0;
     gpu()->key_free(c->g.gpukey);
@@ -326,9 +329,8 @@ static __attribute__((noinline)) int init_general(gcm_ctx *c, const unsigned cha
 
 /*
  * A new 12-byte IV alone (every TLS 1.3 record) is init_general's path for it
- * without the rest.  The IV's bytes are ours before the call, so that only
- * the context lives across it; should the fallback refuse, init_failed voids
- * them (iv_set = 0).
+ * without the rest, as a tail call: the default provider takes such an init
+ * in any state (ASSUME_GCM_IV_INIT_OK), so the new message is ours before it.
  */
 static inline int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
                            const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[],
@@ -339,14 +341,10 @@ static inline int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
     if (key != NULL || iv == NULL || params != NULL || ivlen != 12)
         return init_general(c, key, keylen, iv, ivlen, params, enc);
     memcpy(c->iv, iv, 12);
-    if (!init(c->fbctx, NULL, keylen, iv, 12, NULL)) {
-        init_failed(c, NULL, keylen, iv, 12, NULL, enc);
-        return 0;
-    }
     c->enc = enc;
     c->ivlen = 12;
     new_message(c);
-    return 1;
+    return init(c->fbctx, key, keylen, iv, ivlen, params);   /* (NULL, 12, NULL: as given) */
 }
 
 FAMILY_INITS(gcm)
@@ -373,15 +371,22 @@ static int gpu_possible(const gcm_ctx *c)
     return !c->tls && c->key_set && c->iv_set;   /* offload_wanted() asks for the GPU */
 }
 
-/* An undecided message whose first data (datalen bytes) went to the
- * fallback: it may move to our engine later, so its lengths are counted from
- * here on (the AAD so far: stashed and overflowed).  gcm_engine_adopt. */
-static void movable(gcm_ctx *c, size_t datalen)
+/* An undecided message's lengths, counted in the engine's state from here
+ * on (its AAD so far: naad) for gcm_engine_adopt; datalen bytes of data went
+ * to the fallback. */
+static void count_lengths(gcm_ctx *c, size_t datalen)
 {
     c->g.dirty = 1;                   /* a new IV resets the counts */
     c->g.aadlen += c->naad;
     c->naad = 0;
     c->g.datalen = datalen;
+}
+
+/* An undecided message whose first data (datalen bytes) went to the
+ * fallback: it may move to our engine later. */
+static void movable(gcm_ctx *c, size_t datalen)
+{
+    count_lengths(c, datalen);
     c->msg = gpu_possible(c) && datalen > 0 ? MSG_FALLBACK_MOVABLE : MSG_FALLBACK;
 }
 
@@ -474,11 +479,13 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
         if (inl >= c->prov->offload_min[OFFLOAD_GCM] && dispatch_cpu_claim(OFFLOAD_GCM, c->var->keylen))
             measure_cpu(c);
         /* fall through */
-        /* (Its AAD: update_undecided; an empty one without input comes
-         * here and decides nothing.)  The first data decides; the dispatcher is
-         * asked last (it counts).  Partly overlapping buffers: the default
-         * provider's bytes. */
-        if (inl == 0 || !gpu_possible(c) || gpuaes_overlap_partial(in, inl, out, inl)
+        /* (Its AAD: gcm_update, update_undecided; an empty one without
+         * input comes here and decides nothing.)  The first data decides; the
+         * dispatcher is asked last (it counts).  Partly overlapping buffers:
+         * the default provider's bytes.  Data it refuses untouched (too little
+         * room, too much) stays there: it still takes AAD after that, unpadded. */
+        if (inl == 0 || outsize < inl || inl > GCM_MAX_DATA || !gpu_possible(c)
+            || gpuaes_overlap_partial(in, inl, out, inl)
             || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl)) {
             /* Refused (no key yet, output too small): the message has not
              * started, the IV stays buffered and a later key may still take it. */
@@ -488,9 +495,13 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
                 movable(c, out != NULL ? inl : 0);
             return 1;
         }
-        if (!gcm_engine_start(c)) {
-            GPUAES_RAISE(c->prov, PROV_R_CIPHER_OPERATION_FAILED);
-            return 0;
+        /* Our engine takes the message from the fallback, which had all of
+         * its AAD (gcm_engine_adopt at data length 0); should that fail, the
+         * fallback keeps it. */
+        count_lengths(c, 0);
+        if (!gcm_engine_adopt(c)) {
+            c->msg = MSG_FALLBACK;
+            return fb_update_timed(c, out, outl, outsize, in, inl);
         }
         /* fall through: the first data of a message on gpuaes's engine */
     case MSG_GPU:
@@ -505,12 +516,8 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
         return 0;
     }
     if (out == NULL) {                /* AAD after data refused: ASSUME_GCM_AAD_BEFORE_DATA */
-        if (!gcm_engine_aad(c, in, inl)) {
-            GPUAES_RAISE(c->prov, PROV_R_CIPHER_OPERATION_FAILED);
-            return 0;
-        }
-        *outl = inl;
-        return 1;
+        GPUAES_RAISE(c->prov, PROV_R_CIPHER_OPERATION_FAILED);   /* (ours starts at data) */
+        return 0;
     }
     if (outsize < inl) {
         GPUAES_RAISE(c->prov, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
@@ -527,8 +534,9 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
 
 /*
  * An undecided message (a new IV, the GPU in reach): its AAD goes to the
- * fallback and the stash; its first data, if too small for the GPU, to the
- * fallback, which then has the message.  The rest: update_engine.
+ * fallback, counted (a message our engine takes starts from the fallback's
+ * GHASH of it: gcm_engine_adopt); its first data, if too small for the GPU,
+ * to the fallback, which then has the message.  The rest: update_engine.
  */
 static __attribute__((noinline)) int update_undecided(gcm_ctx *c, unsigned char *out,
                                                       size_t *outl, size_t outsize,
@@ -536,13 +544,11 @@ static __attribute__((noinline)) int update_undecided(gcm_ctx *c, unsigned char 
 {
     int ok;
 
-    if (out == NULL) {                /* AAD: both engines may need it */
+    if (out == NULL) {                /* AAD: counted only once the fallback took it */
         if (!c->fb->update(c->fbctx, out, outl, outsize, in, inl))
             return 0;
-        if (gcm_engine_stash_aad(c, in, inl))
-            return 1;
-        c->msg = MSG_FALLBACK;        /* the fallback has it all, our engine not */
-        return 0;
+        c->naad += inl;
+        return 1;
     }
     /* The first data: update_engine's way, unless offload_wanted() refuses it
      * by its size and the CPU call is too short to be timed. */
@@ -559,20 +565,34 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
                const unsigned char *in, size_t inl)
 {
     gcm_ctx *c = vctx;
+    OSSL_FUNC_cipher_update_fn *update;
 
-    if (c->msg == MSG_FALLBACK && inl < DISPATCH_SAMPLE && in != NULL)
-        return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
-    if (c->msg == MSG_UNDECIDED && in != NULL) {  /* (in == NULL: a final's form) */
+    if (in == NULL)                   /* a final's form: ASSUME_GCM_CIPHER_FORMS */
+        return update_engine(c, out, outl, outsize, in, inl);
+    if (c->msg == MSG_FALLBACK) {
+        if (inl >= DISPATCH_SAMPLE)
+            return update_engine(c, out, outl, outsize, in, inl);
+    } else if (c->msg != MSG_UNDECIDED) {
+        return update_engine(c, out, outl, outsize, in, inl);
+    } else if (out == NULL) {
+        /* AAD, counted for gcm_engine_adopt, as a tail call.  The default
+         * provider refuses it untouched, and then only for too little room
+         * (update_undecided's) or without a key (take_key drops that count). */
+        if (inl > outsize)
+            return update_undecided(c, out, outl, outsize, in, inl);
+        c->naad += inl;
+    } else if (inl - 1 < c->first_cpu) {
         /* update_undecided's small first data, as a tail call: the fallback
          * has the message whether or not it takes this update (it had all of
          * its AAD; one it refuses leaves the GPU out of the message, no more). */
-        if (out != NULL && inl - 1 < c->first_cpu) {
-            c->msg = MSG_FALLBACK;
-            return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
-        }
+        c->msg = MSG_FALLBACK;
+    } else {
         return update_undecided(c, out, outl, outsize, in, inl);
     }
-    return update_engine(c, out, outl, outsize, in, inl);
+    /* The empty asm is no code: gcc then loads fbctx straight into place. */
+    update = c->fb_update;
+    __asm__ volatile("" ::: "memory");
+    return update(c->fbctx, out, outl, outsize, in, inl);
 }
 
 int gcm_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
@@ -580,9 +600,12 @@ int gcm_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
     gcm_ctx *c = vctx;
 
     if (c->msg != MSG_GPU) {
+        OSSL_FUNC_cipher_final_fn *final = c->fb->final;
+
         c->msg = MSG_FALLBACK;        /* its state now says what may follow */
         c->tag_ours = 0;
-        return c->fb->final(c->fbctx, out, outl, outsize);
+        __asm__ volatile("" ::: "memory");   /* no code: fbctx then loads straight into place */
+        return final(c->fbctx, out, outl, outsize);
     }
     if (c->g.finished)
         return 0;
@@ -637,8 +660,12 @@ int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
 
     /* EVP asks for ivlen on every init, and the tag of every record: a tail
      * call, no frame, unless our engine made the tag. */
-    if (!c->tag_ours)
-        return c->fb->get_ctx_params(c->fbctx, params);
+    if (!c->tag_ours) {
+        OSSL_FUNC_cipher_get_ctx_params_fn *get = c->fb->get_ctx_params;
+
+        __asm__ volatile("" ::: "memory");   /* no code: fbctx then loads straight into place */
+        return get(c->fbctx, params);
+    }
     return get_params_our_tag(c, params);
 }
 

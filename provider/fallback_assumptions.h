@@ -69,6 +69,10 @@
  *   GCM applies an IV at the message's first non-empty AAD or data update;
  *   until then a keyed init without IV starts the message with that IV under
  *   the new key.  gcm_init, iv_buffered.
+ * ASSUME_GCM_IV_INIT_OK (load)
+ *   A GCM init with a 12-byte IV alone (no key, no parameters) succeeds in
+ *   any state, in either direction.  gcm_init (its tail call: the message
+ *   state is ours before the call).
  * ASSUME_GCM_REKEY_RESETS_MESSAGE (load)
  *   A keyed init without IV on a GCM context whose message has started leaves
  *   the same state whatever the message held (the state is zeroed, the message
@@ -81,7 +85,8 @@
  *   zero-padded bytes; the same init after final starts afresh.  seg_feed,
  *   seg_close, engine_key (gcm_engine.c).
  * ASSUME_GCM_DUP_FINAL_TAG (load)
- *   A copy (dupctx) of a GCM context in the middle of a message, made an
+ *   A copy (dupctx) of a GCM context in the middle of a message (also before
+ *   its first data, after AAD or none, the IV still buffered), made an
  *   encrypting one by an init without key or IV (a decrypting one too), gives
  *   at final the tag of the message so far, as if it ended there (the
  *   decrypting one's GHASH is of the ciphertext it was given); the original
@@ -148,6 +153,7 @@
     X(IV_PARAM_IS_ORIGINAL, 1)                          \
     X(SHARED_PARAM_TABLES, 0)                           \
     X(GCM_IV_BUFFERED, 1)                               \
+    X(GCM_IV_INIT_OK, 1)                                \
     X(GCM_REKEY_RESETS_MESSAGE, 1)                      \
     X(GCM_SEGMENT_GHASH, 1)                             \
     X(GCM_DUP_FINAL_TAG, 1)                             \

@@ -15,7 +15,6 @@
 #include "gpuaes.h"
 
 #define BLOCK 16
-#define AAD_STASH 256                 /* AAD kept while the engine is undecided */
 
 /* MSG_FALLBACK_MOVABLE: on the fallback, its lengths counted in g.aadlen and
  * g.datalen, so it may move to our engine at a block boundary
@@ -27,24 +26,24 @@ typedef struct gcm_ctx {
     /* Hot: what a small record's calls read, in the first cache line. */
     const fallback_cipher *fb;        /* default provider's AES-GCM */
     void *fbctx;
-    const gpuaes_prov *prov;
+    OSSL_FUNC_cipher_update_fn *fb_update;   /* fb->update: one load less per update */
     msg_engine msg;
     int tls;                          /* TLS params seen: records stay on the fallback */
     int tag_ours;                     /* the last tag made was our engine's (else the fallback's) */
     int enc;
-    size_t naad;
+    size_t naad;                      /* AAD bytes of an undecided message (the fallback's) */
     msg_engine iv_msg;                /* a new IV's message: MSG_FALLBACK in TLS mode or
                                          with the GPU path off, else MSG_UNDECIDED */
     size_t first_cpu;                 /* a message's first data of 1..first_cpu bytes goes
                                          to the fallback: below DISPATCH_SAMPLE and the GPU
                                          threshold (cipher_gcm.c, update_undecided) */
+    const gpuaes_prov *prov;
     const gpuaes_variant *var;
     const fallback_cipher *ecb;       /* default provider's AES-ECB of the same key size */
     const fallback_cipher *ctr;       /* ... and AES-CTR */
     int key_set;
     int iv_set;
     size_t ivlen;
-    unsigned char aad[AAD_STASH];     /* AAD of an undecided message, not yet in the segment */
     unsigned char key[32];
     unsigned char iv[128];
     unsigned char tag[BLOCK];         /* decrypt: expected; encrypt: computed at final */
@@ -95,44 +94,11 @@ static inline void gcm_engine_new_message(gcm_ctx *c)
     c->g.finished = 0;
     c->g.ghash_dead = 0;
 }
-/* Starts it for this message: counter, E_K(J0), stashed AAD; c->msg = MSG_GPU. */
-int gcm_engine_start(gcm_ctx *c);
-/* Takes over a message the fallback ran so far (MSG_FALLBACK_MOVABLE, its
- * data a whole number of blocks): c->msg = MSG_GPU.  0: it stays there
- * (nothing changed, no error queued). */
+/* Takes over a message the fallback ran so far (undecided at its first
+ * data, or MSG_FALLBACK_MOVABLE, its data a whole number of blocks; lengths
+ * in g.aadlen, g.datalen): c->msg = MSG_GPU.  0: it stays there (nothing
+ * changed, no error queued). */
 int gcm_engine_adopt(gcm_ctx *c);
-/* AAD of an undecided message: stashed, or (too much) into the engine's GHASH. */
-int gcm_engine_stash_overflow(gcm_ctx *c, const unsigned char *in, size_t inl);
-static inline int gcm_engine_stash_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
-{
-    unsigned char *d = c->aad + c->naad;
-
-    if (inl > AAD_STASH - c->naad)
-        return gcm_engine_stash_overflow(c, in, inl);
-    /* Short AAD (a TLS 1.3 record's is 5 bytes) without a call to memcpy:
-     * two overlapping fixed-size copies. */
-    if (inl >= 8 && inl <= 16) {
-        uint64_t a, b;
-
-        memcpy(&a, in, 8);
-        memcpy(&b, in + inl - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + inl - 8, &b, 8);
-    } else if (inl >= 4 && inl < 8) {
-        uint32_t a, b;
-
-        memcpy(&a, in, 4);
-        memcpy(&b, in + inl - 4, 4);
-        memcpy(d, &a, 4);
-        memcpy(d + inl - 4, &b, 4);
-    } else {
-        memcpy(d, in, inl);
-    }
-    c->naad += inl;
-    return 1;
-}
-/* AAD of a message on the engine (refused after data). */
-int gcm_engine_aad(gcm_ctx *c, const unsigned char *in, size_t inl);
 /* len bytes of data in -> out (whole blocks on the GPU when large). */
 int gcm_engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len);
 /* The tag: made (encrypting) or checked (decrypting). */

@@ -6,7 +6,10 @@
  * GHASH on this engine.  X is the usual accumulator (X = (X ^ B) * H per
  * block B of AAD || pad || C || pad); we keep Y = X * H instead, because
  * that is what both kinds of pieces deliver without a division by H:
- *  - CPU-hashed bytes (AAD, its pad, small updates' ciphertext) go, in order,
+ *  - the message so far, when the engine takes it from the default
+ *    provider (at its first data or later: gcm_engine_adopt): Y from the
+ *    tag of a finished copy; the AAD and its pad are in it.
+ *  - CPU-hashed bytes (small updates' ciphertext) go, in order,
  *    into a "segment": a default-provider GCM context with the same key and
  *    the all-zero 96-bit IV, fed them as AAD (OpenSSL's fast GHASH).  For a
  *    segment of b bytes (k = ceil(b/16) blocks, zero-padded), GHASH from zero
@@ -18,12 +21,12 @@
  *  - final: tag = (X ^ L) * H ^ E_K(J0) = Y ^ L * H ^ E_K(J0),
  *    L = [8 * aadlen]_64 || [8 * datalen]_64.
  * A segment is closed before each GPU piece (it then holds whole blocks: the
- * GPU piece starts block-aligned, after the CPU finished the partial block,
- * and AAD's pad is in the segment) and at final (a trailing partial block is
- * zero-padded by the segment's own final, as AAD, which is what GCM's pad
- * of C is).  Everything is duplicable (dupctx).  (ASSUME_GCM_SEGMENT_GHASH;
- * the other ASSUME_GCM_* of provider/fallback_assumptions.h are the default
- * provider's message rules, which this engine repeats.)
+ * GPU piece starts block-aligned, after the CPU finished the partial block)
+ * and at final (a trailing partial block is zero-padded by the segment's
+ * own final, as AAD, which is what GCM's pad of C is).  Everything is
+ * duplicable (dupctx).  (ASSUME_GCM_SEGMENT_GHASH; the other ASSUME_GCM_* of
+ * provider/fallback_assumptions.h are the default provider's message rules,
+ * which this engine repeats.)
  */
 #include <stdint.h>
 #include <string.h>
@@ -206,32 +209,18 @@ static int engine_j0(gcm_ctx *c)
     return 1;
 }
 
-/* Starts the engine for this message: counter, E_K(J0), stashed AAD. */
-int gcm_engine_start(gcm_ctx *c)
-{
-    c->g.dirty = 1;
-    if (!engine_key(c))
-        return 0;
-    if (!seg_feed(c, c->aad, c->naad))
-        return 0;
-    c->g.aadlen += c->naad;
-    c->naad = 0;
-    if (!engine_j0(c))
-        return 0;
-    c->g.mres = 0;
-    c->msg = MSG_GPU;
-    return 1;
-}
-
 /*
- * A message the fallback ran so far (aadlen bytes of AAD, datalen > 0 bytes
- * of data, a multiple of 16) goes on on our engine.  A copy of the
- * fallback's context, finished, gives the tag of the message so far,
+ * A message the fallback ran so far (aadlen bytes of AAD, datalen bytes of
+ * data, a multiple of 16: 0 when our engine takes a message at its first
+ * data) goes on on our engine.  A copy of the fallback's context, finished,
+ * gives the tag of the message so far,
  * tag' = (X ^ L) * H ^ E_K(J0), L = [8 * aadlen]_64 || [8 * datalen]_64, so
  * Y = X * H = tag' ^ E_K(J0) ^ L * H, and the counter is inc32(J0) advanced
- * by datalen / 16 blocks.  Exact, any IV length.  A decrypting copy is made
- * an encrypting one first (an init without key or IV sets only the
- * direction): the default provider gives no tag to a decrypting context,
+ * by datalen / 16 blocks.  Exact, any IV length; at datalen 0, X is the
+ * GHASH of the AAD with its zero pad, where the data's blocks go on.  A
+ * decrypting copy is made an encrypting one first (an init without key or
+ * IV sets only the direction): the default provider gives no tag to a
+ * decrypting context,
  * and its GHASH of the ciphertext is the same either way.
  * (ASSUME_GCM_DUP_FINAL_TAG)
  */
@@ -244,7 +233,7 @@ int gcm_engine_adopt(gcm_ctx *c)
     size_t outl;
     int ok;
 
-    if (c->g.datalen == 0 || c->g.datalen % BLOCK != 0 || !engine_key(c))
+    if (c->g.datalen % BLOCK != 0 || !engine_key(c))
         return 0;
     ERR_set_mark();                   /* a refusal keeps the message where it is, silently */
     d = c->fb->dupctx(c->fbctx);
@@ -261,7 +250,7 @@ int gcm_engine_adopt(gcm_ctx *c)
             c->g.y[i] = t[i] ^ c->g.ekj0[i] ^ l[i];
         gpuaes_ctr32_add(c->g.ctr, c->g.datalen / BLOCK);
         c->g.y_zero = 0;
-        c->g.seg_live = 0;            /* AAD fed to it while undecided is in Y now */
+        c->g.seg_live = 0;
         c->g.seg_bytes = 0;
         c->g.mres = 0;
         c->g.finished = 0;
@@ -272,25 +261,6 @@ int gcm_engine_adopt(gcm_ctx *c)
     OPENSSL_cleanse(t, sizeof(t));
     OPENSSL_cleanse(l, sizeof(l));
     return ok;
-}
-
-/* AAD too much for the stash: it goes to the segment now. */
-int gcm_engine_stash_overflow(gcm_ctx *c, const unsigned char *in, size_t inl)
-{
-    /* No engine to keep it for.  (A GPU not started yet is not started for AAD:
-     * only data worth the GPU starts it.) */
-    if (offload_ruled_out(OFFLOAD_GCM)) {
-        c->msg = MSG_FALLBACK;
-        return 1;
-    }
-    c->g.dirty = 1;
-    if (!engine_key(c))
-        return 0;
-    if (!seg_feed(c, c->aad, c->naad) || !seg_feed(c, in, inl))
-        return 0;
-    c->g.aadlen += c->naad + inl;
-    c->naad = 0;
-    return 1;
 }
 
 /* Whole blocks on the CPU from our counter, their ciphertext into the
@@ -400,12 +370,8 @@ static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, si
 static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len,
                          int gpu_ok)
 {
-    static const unsigned char zero[BLOCK];
     size_t head = 0, mid, done = 0, total = len;
 
-    if (c->g.datalen == 0 && c->g.aadlen % BLOCK != 0
-        && !seg_feed(c, zero, BLOCK - c->g.aadlen % BLOCK))
-        return 0;
     if (c->g.mres > 0) {
         head = BLOCK - c->g.mres < len ? BLOCK - c->g.mres : len;
         if (!c->enc && !seg_feed(c, in, head))
@@ -504,14 +470,6 @@ int gcm_engine_final(gcm_ctx *c)
     if (ok)                           /* after a failed final, data may still flow */
         OPENSSL_cleanse(c->g.ek, sizeof(c->g.ek));
     return ok;
-}
-
-int gcm_engine_aad(gcm_ctx *c, const unsigned char *in, size_t inl)
-{
-    if (c->g.datalen > 0 || !seg_feed(c, in, inl))
-        return 0;
-    c->g.aadlen += inl;
-    return 1;
 }
 
 int gcm_engine_dup(gcm_ctx *c, const gcm_ctx *src)

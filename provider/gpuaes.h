@@ -211,8 +211,12 @@ extern const gpuaes_variant gpuaes_variants[];
 extern const size_t gpuaes_variant_count;
 
 /*
- * The two cipher families.  Everything but newctx and get_params is shared by
- * all variants of a family; provider.c puts these into each variant's table.
+ * The two cipher families.  Everything but newctx, get_params and update is
+ * shared by all variants of a family; provider.c puts these into each
+ * variant's table, with the update of its mode: the block family has one for
+ * ECB/CBC (block_update: mirrors the fallback's block buffer), CFB and CTR
+ * (block_update_cfb, block_update_ctr: nothing to mirror; CTR counts down
+ * its keystream ramp).
  */
 #define FAMILY_DECLARE(f)                                                     \
     void *f##_newctx(void *provctx, const gpuaes_variant *var);               \
@@ -231,13 +235,14 @@ extern const size_t gpuaes_variant_count;
     OSSL_FUNC_cipher_settable_ctx_params_fn f##_settable_ctx_params;
 FAMILY_DECLARE(block)
 FAMILY_DECLARE(gcm)
+OSSL_FUNC_cipher_update_fn block_update_cfb;
+OSSL_FUNC_cipher_update_fn block_update_ctr;
 
 #define FAMILY_DISPATCH(f)                                                    \
     { OSSL_FUNC_CIPHER_FREECTX, (void (*)(void))f##_freectx },                \
     { OSSL_FUNC_CIPHER_DUPCTX, (void (*)(void))f##_dupctx },                  \
     { OSSL_FUNC_CIPHER_ENCRYPT_INIT, (void (*)(void))f##_einit },             \
     { OSSL_FUNC_CIPHER_DECRYPT_INIT, (void (*)(void))f##_dinit },             \
-    { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))f##_update },                  \
     { OSSL_FUNC_CIPHER_FINAL, (void (*)(void))f##_final },                    \
     { OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))f##_cipher },                  \
     { OSSL_FUNC_CIPHER_GET_CTX_PARAMS, (void (*)(void))f##_get_ctx_params },  \

@@ -16,27 +16,28 @@
 /*
  * One line per cipher variant: id, first name (as the default provider
  * spells it; aliases and OIDs are taken from it at load), mode, key bytes,
- * family.  Adding a variant is adding a line.
+ * family, update function (the mode family's own: gpuaes.h).  Adding a
+ * variant is adding a line.
  */
-#define GPUAES_CIPHERS(X)                                   \
-    X(aes_128_ecb, "AES-128-ECB", MODE_ECB, 16, block)      \
-    X(aes_192_ecb, "AES-192-ECB", MODE_ECB, 24, block)      \
-    X(aes_256_ecb, "AES-256-ECB", MODE_ECB, 32, block)      \
-    X(aes_128_cbc, "AES-128-CBC", MODE_CBC, 16, block)      \
-    X(aes_192_cbc, "AES-192-CBC", MODE_CBC, 24, block)      \
-    X(aes_256_cbc, "AES-256-CBC", MODE_CBC, 32, block)      \
-    X(aes_128_cfb, "AES-128-CFB", MODE_CFB, 16, block)      \
-    X(aes_192_cfb, "AES-192-CFB", MODE_CFB, 24, block)      \
-    X(aes_256_cfb, "AES-256-CFB", MODE_CFB, 32, block)      \
-    X(aes_128_ctr, "AES-128-CTR", MODE_CTR, 16, block)      \
-    X(aes_192_ctr, "AES-192-CTR", MODE_CTR, 24, block)      \
-    X(aes_256_ctr, "AES-256-CTR", MODE_CTR, 32, block)      \
-    X(aes_128_gcm, "AES-128-GCM", MODE_GCM, 16, gcm)        \
-    X(aes_192_gcm, "AES-192-GCM", MODE_GCM, 24, gcm)        \
-    X(aes_256_gcm, "AES-256-GCM", MODE_GCM, 32, gcm)
+#define GPUAES_CIPHERS(X)                                                       \
+    X(aes_128_ecb, "AES-128-ECB", MODE_ECB, 16, block, block_update)            \
+    X(aes_192_ecb, "AES-192-ECB", MODE_ECB, 24, block, block_update)            \
+    X(aes_256_ecb, "AES-256-ECB", MODE_ECB, 32, block, block_update)            \
+    X(aes_128_cbc, "AES-128-CBC", MODE_CBC, 16, block, block_update)            \
+    X(aes_192_cbc, "AES-192-CBC", MODE_CBC, 24, block, block_update)            \
+    X(aes_256_cbc, "AES-256-CBC", MODE_CBC, 32, block, block_update)            \
+    X(aes_128_cfb, "AES-128-CFB", MODE_CFB, 16, block, block_update_cfb)        \
+    X(aes_192_cfb, "AES-192-CFB", MODE_CFB, 24, block, block_update_cfb)        \
+    X(aes_256_cfb, "AES-256-CFB", MODE_CFB, 32, block, block_update_cfb)        \
+    X(aes_128_ctr, "AES-128-CTR", MODE_CTR, 16, block, block_update_ctr)        \
+    X(aes_192_ctr, "AES-192-CTR", MODE_CTR, 24, block, block_update_ctr)        \
+    X(aes_256_ctr, "AES-256-CTR", MODE_CTR, 32, block, block_update_ctr)        \
+    X(aes_128_gcm, "AES-128-GCM", MODE_GCM, 16, gcm, gcm_update)                \
+    X(aes_192_gcm, "AES-192-GCM", MODE_GCM, 24, gcm, gcm_update)                \
+    X(aes_256_gcm, "AES-256-GCM", MODE_GCM, 32, gcm, gcm_update)
 
 enum {
-#define VARIANT_INDEX(id, name, mode, keylen, family) V_##id,
+#define VARIANT_INDEX(id, name, mode, keylen, family, update) V_##id,
     GPUAES_CIPHERS(VARIANT_INDEX)
     V_COUNT
 };
@@ -81,12 +82,6 @@ static int variant_get_params(size_t v, OSSL_PARAM params[])
         return err_carry_failed(f##_prov_of(vctx),                            \
                                 f##_dinit(vctx, key, keylen, iv, ivlen, params));\
     }                                                                         \
-    static int f##_update_c(void *vctx, unsigned char *out, size_t *outl,     \
-                            size_t outsize, const unsigned char *in, size_t inl)\
-    {                                                                         \
-        return err_carry_failed(f##_prov_of(vctx),                            \
-                                f##_update(vctx, out, outl, outsize, in, inl));\
-    }                                                                         \
     static int f##_final_c(void *vctx, unsigned char *out, size_t *outl,      \
                            size_t outsize)                                    \
     {                                                                         \
@@ -110,12 +105,24 @@ static int variant_get_params(size_t v, OSSL_PARAM params[])
 FAMILY_CARRY(block)
 FAMILY_CARRY(gcm)
 
+/* Each update function (a family may have several: gpuaes.h). */
+#define UPDATE_CARRY(f, update)                                               \
+    static int update##_c(void *vctx, unsigned char *out, size_t *outl,       \
+                          size_t outsize, const unsigned char *in, size_t inl)\
+    {                                                                         \
+        return err_carry_failed(f##_prov_of(vctx),                            \
+                                update(vctx, out, outl, outsize, in, inl));   \
+    }
+UPDATE_CARRY(block, block_update)
+UPDATE_CARRY(block, block_update_cfb)
+UPDATE_CARRY(block, block_update_ctr)
+UPDATE_CARRY(gcm, gcm_update)
+
 #define FAMILY_DISPATCH_CARRY(f)                                              \
     { OSSL_FUNC_CIPHER_FREECTX, (void (*)(void))f##_freectx },                \
     { OSSL_FUNC_CIPHER_DUPCTX, (void (*)(void))f##_dupctx_c },                \
     { OSSL_FUNC_CIPHER_ENCRYPT_INIT, (void (*)(void))f##_einit_c },           \
     { OSSL_FUNC_CIPHER_DECRYPT_INIT, (void (*)(void))f##_dinit_c },           \
-    { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))f##_update_c },                \
     { OSSL_FUNC_CIPHER_FINAL, (void (*)(void))f##_final_c },                  \
     { OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))f##_cipher_c },                \
     { OSSL_FUNC_CIPHER_GET_CTX_PARAMS, (void (*)(void))f##_get_ctx_params_c },\
@@ -161,7 +168,7 @@ static void debug_made(void)
 
 /* get_params has no context to find the core by: its errors (a malformed
  * parameter) stay on the linked libcrypto's queue under a foreign core. */
-#define VARIANT_DISPATCH(id, name, mode, keylen, family)                      \
+#define VARIANT_DISPATCH(id, name, mode, keylen, family, update)                      \
     static void *id##_newctx(void *provctx)                                  \
     {                                                                         \
         void *r = family##_newctx(provctx, &gpuaes_variants[V_##id]);        \
@@ -185,19 +192,21 @@ static void debug_made(void)
     static const OSSL_DISPATCH id##_dispatch[] = {                           \
         { OSSL_FUNC_CIPHER_NEWCTX, (void (*)(void))id##_newctx },            \
         { OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))id##_get_params },    \
+        { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))update },                \
         FAMILY_DISPATCH(family),                                             \
         { 0, NULL }                                                          \
     };                                                                        \
     static const OSSL_DISPATCH id##_dispatch_carry[] = {                     \
         { OSSL_FUNC_CIPHER_NEWCTX, (void (*)(void))id##_newctx_c },          \
         { OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))id##_get_params },    \
+        { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))update##_c },             \
         FAMILY_DISPATCH_CARRY(family),                                       \
         { 0, NULL }                                                          \
     };
 GPUAES_CIPHERS(VARIANT_DISPATCH)
 
 const gpuaes_variant gpuaes_variants[] = {
-#define VARIANT_ENTRY(id, name, mode, keylen, family) \
+#define VARIANT_ENTRY(id, name, mode, keylen, family, update) \
     { name, mode, keylen, id##_dispatch, &fallbacks[V_##id], id##_dispatch_carry },
     GPUAES_CIPHERS(VARIANT_ENTRY)
 };

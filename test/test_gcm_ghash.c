@@ -5,7 +5,7 @@
  *
  * Fixed update patterns that mix small and large updates, partial blocks
  * before and after GPU pieces, AAD of 0..5000 bytes (not multiples of 16,
- * across the 256-byte stash), 12-byte and other IVs, in place and not,
+ * across 256 bytes), 12-byte and other IVs, in place and not,
  * every key size; encryption must match default's ciphertext and tag,
  * decryption of default's output must verify, a flipped tag must not; a
  * context duplicated in the middle of a message must finish it the same way.
