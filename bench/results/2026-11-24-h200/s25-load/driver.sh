@@ -1,5 +1,5 @@
 #!/bin/bash
-# device call (session 25): the whole in-process load matrix (threads, processes, startup, speed) after the
+# device call (session 25): the whole in-process load matrix (threads, processes, startup, speed): run at 685d32c+ (before 550c3a1) and again at the final code
 # GCM migration, the application's fallback and the small-call trims
 export PATH=/usr/local/cuda/bin:$PATH
 set -u
