@@ -139,9 +139,9 @@ gpuaes_test(NAME diff_service_stopped_emu COMMAND ${_svc_run} stopped $<TARGET_F
 gpuaes_test(NAME first_call_service_emu COMMAND ${_svc_run} first $<TARGET_FILE:load_proc>
   --provider gpuaes --cipher AES-256-GCM --dir enc --size 16M --bytes 16M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=0
-  GPUAES_SERVICE_CONNECT_WAIT_MS=500 TIMEOUT 120)
+  GPUAES_SERVICE_CONNECT_WAIT_MS=500 GPUAES_SERVICE_TIMEOUT_MS=10000 TIMEOUT 120)
 # A rate the service published a while ago (slow: delayed emulated jobs) is
 # not trusted: the next process sends jobs and measures again.
 gpuaes_test(NAME stale_rate_service_emu COMMAND ${_svc_run} stalerate $<TARGET_FILE:load_proc>
   --provider gpuaes --cipher AES-128-CTR --dir enc --size 16M --bytes 64M
-  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu TIMEOUT 120)
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_SERVICE_TIMEOUT_MS=10000 TIMEOUT 120)

@@ -16,7 +16,7 @@
 # GPUAES_SERVICE_TIMEOUT_MS) and complete on the CPU; the command must pass.
 # "first": the service is started and warm first; then the command (a
 # load_proc of one call) runs 5 times, and in at least one run that first
-# call must have gone to the GPU ("gpu_bytes=" equal to "bytes="): a fresh
+# call must have gone to the GPU ("gpu_bytes=" above 0): a fresh
 # process's first large call waits briefly for its connection to a running
 # service (a loaded host may miss the bound now and then, never always).
 # "stalerate": the command (a load_proc, not forced to the GPU) runs against a
@@ -94,9 +94,8 @@ if [ "$EXPECT" = first ]; then
     for i in $(seq 5); do
         out=$("$@") || { echo "service_run: run $i failed: $out"; exit 1; }
         echo "$out"
-        b=$(echo "$out" | sed -n 's/.* bytes=\([0-9]*\) .*/\1/p')
         g=$(echo "$out" | sed -n 's/.* gpu_bytes=\([0-9-]*\) .*/\1/p')
-        [ -n "$b" ] && [ "$b" = "$g" ] && hits=$((hits + 1))
+        [ "${g:-0}" -gt 0 ] && hits=$((hits + 1))
     done
     [ $hits -gt 0 ] || { echo "service_run: no run's first call went to the GPU"; exit 1; }
     echo "service_run: ok ($hits of 5 first calls on the GPU)"
