@@ -167,6 +167,36 @@ int check_GCM_SEGMENT_GHASH(assume_run *r)
     return ok;
 }
 
+/* gcm_engine_adopt's move on c: a copy, switched to encrypting, finished,
+ * its tag read; the copy is closed.  need()'s 1, or 0 (what failed, said). */
+static int copy_tag(assume_run *r, const fbc *c, unsigned char tag[BLOCK], const char *what)
+{
+    fbc d = { 0 };
+    size_t outl;
+    int ok;
+
+    d.fb = c->fb;
+    d.ctx = c->fb->dupctx(c->ctx);
+    ok = need(r, d.ctx != NULL, "dupctx")
+        && need(r, init(&d, 1, NULL, NULL) && d.fb->final(d.ctx, NULL, &outl, 0) && gcm_tag(&d, tag, BLOCK),
+                what);
+    close_ctx(&d);
+    return ok;
+}
+
+/* The original c ends its message: encrypting, its tag must be want;
+ * decrypting, want must verify.  `why` is the failed expectation's text. */
+static int original_ends(assume_run *r, fbc *c, int enc, const unsigned char want[BLOCK], const char *why)
+{
+    unsigned char tag[BLOCK];
+    size_t outl;
+
+    if (enc)
+        return need(r, c->fb->final(c->ctx, NULL, &outl, 0) && gcm_tag(c, tag, BLOCK), "final")
+            && expect(r, memcmp(tag, want, BLOCK) == 0, why);
+    return need(r, gcm_set_tag(c, want, BLOCK), "set tag") && expect(r, c->fb->final(c->ctx, NULL, &outl, 0), why);
+}
+
 int check_GCM_DUP_FINAL_TAG(assume_run *r)
 {
     unsigned char in[96], ct[96 + BLOCK], out[96 + BLOCK], t48[BLOCK], t96[BLOCK], tag[BLOCK];
@@ -177,33 +207,21 @@ int check_GCM_DUP_FINAL_TAG(assume_run *r)
     ok = gcm_fresh(r, K1, in + 50, 20, in, ct, 48, t48) && gcm_fresh(r, K1, in + 50, 20, in, ct, 96, t96);
     for (int enc = 1; ok && enc >= 0; enc--) {
         const unsigned char *src = enc ? in : ct;
-        fbc c = { 0 }, d = { 0 };
-        size_t outl;
+        fbc c = { 0 };
 
         ok = open_init(r, &c, MODE_GCM, enc, K1, GIV)
             && need(r, upd(&c, NULL, in + 50, 20) == 20 && upd(&c, out, src, 48) == 48,
-                    "AAD, data");
-        d.fb = c.fb;
-        d.ctx = ok ? c.fb->dupctx(c.ctx) : NULL;
-        ok = ok && need(r, d.ctx != NULL, "dupctx")
-            && need(r, init(&d, 1, NULL, NULL) && d.fb->final(d.ctx, NULL, &outl, 0)
-                    && gcm_tag(&d, tag, BLOCK), "the copy's final and tag")
+                    "AAD, data")
+            && copy_tag(r, &c, tag, "the copy's final and tag")
             && expect(r, memcmp(tag, t48, BLOCK) == 0,
                       enc ? "GCM: a finished copy's tag is not the message's so far"
                           : "GCM: a decrypting copy's tag is not the message's so far");
         /* the original goes on: its data and (decrypting) its verdict */
         ok = ok && need(r, upd(&c, out + 48, src + 48, 48) == 48, "more data")
             && expect(r, memcmp(out, enc ? ct : in, 96) == 0,
-                      "GCM: the original's output changed after the copy's final");
-        if (ok && enc)
-            ok = need(r, c.fb->final(c.ctx, NULL, &outl, 0) && gcm_tag(&c, tag, BLOCK), "final")
-                && expect(r, memcmp(tag, t96, BLOCK) == 0,
-                          "GCM: the original's tag changed after the copy's final");
-        else if (ok)
-            ok = need(r, gcm_set_tag(&c, t96, BLOCK), "set tag")
-                && expect(r, c.fb->final(c.ctx, NULL, &outl, 0),
-                          "GCM: the original's tag did not verify after the copy's final");
-        close_ctx(&d);
+                      "GCM: the original's output changed after the copy's final")
+            && original_ends(r, &c, enc, t96, enc ? "GCM: the original's tag changed after the copy's final"
+                                                  : "GCM: the original's tag did not verify after the copy's final");
         close_ctx(&c);
     }
     /* Before any data (gcm_engine_adopt when our engine takes a message at
@@ -213,30 +231,19 @@ int check_GCM_DUP_FINAL_TAG(assume_run *r)
     for (int k = 0; ok && k < 4; k++) {
         int enc = k & 1;
         size_t naad = k < 2 ? 20 : 0;
-        fbc c = { 0 }, d = { 0 };
-        size_t outl;
+        fbc c = { 0 };
 
         ok = gcm_fresh(r, K1, in + 50, naad, in, ct, 0, t48)
             && gcm_fresh(r, K1, in + 50, naad, in, ct, 48, t96)
             && open_init(r, &c, MODE_GCM, enc, K1, GIV)
-            && need(r, naad == 0 || upd(&c, NULL, in + 50, naad) == naad, "AAD");
-        d.fb = c.fb;
-        d.ctx = ok ? c.fb->dupctx(c.ctx) : NULL;
-        ok = ok && need(r, d.ctx != NULL, "dupctx")
-            && need(r, init(&d, 1, NULL, NULL) && d.fb->final(d.ctx, NULL, &outl, 0)
-                    && gcm_tag(&d, tag, BLOCK), "the copy's final and tag (no data)")
+            && need(r, naad == 0 || upd(&c, NULL, in + 50, naad) == naad, "AAD")
+            && copy_tag(r, &c, tag, "the copy's final and tag (no data)")
             && expect(r, memcmp(tag, t48, BLOCK) == 0,
                       "GCM: a copy's tag before any data is not that of the AAD alone")
-            && need(r, upd(&c, out, enc ? in : ct, 48) == 48, "data after the copy");
-        if (ok && enc)
-            ok = need(r, c.fb->final(c.ctx, NULL, &outl, 0) && gcm_tag(&c, tag, BLOCK), "final")
-                && expect(r, memcmp(out, ct, 48) == 0 && memcmp(tag, t96, BLOCK) == 0,
-                          "GCM: the original changed after a copy's final before data");
-        else if (ok)
-            ok = need(r, gcm_set_tag(&c, t96, BLOCK), "set tag")
-                && expect(r, memcmp(out, in, 48) == 0 && c.fb->final(c.ctx, NULL, &outl, 0),
-                          "GCM: the original changed after a copy's final before data");
-        close_ctx(&d);
+            && need(r, upd(&c, out, enc ? in : ct, 48) == 48, "data after the copy")
+            && expect(r, memcmp(out, enc ? ct : in, 48) == 0,
+                      "GCM: the original changed after a copy's final before data")
+            && original_ends(r, &c, enc, t96, "GCM: the original changed after a copy's final before data");
         close_ctx(&c);
     }
     return ok;

@@ -221,6 +221,20 @@ static uint64_t mono_ns(void)
 
 static uint32_t wire_op(gpuaes_op op);
 
+/* A consistent copy of the published load into *v: 0, or -1 when there is no
+ * table or no clean copy.  load_readers keeps the mapping alive meanwhile. */
+static int load_snapshot(gpuaesd_load *v)
+{
+    const gpuaesd_load_table *t;
+    int rc;
+
+    atomic_fetch_add(&load_readers, 1);
+    t = atomic_load(&load_table);
+    rc = t != NULL && gpuaesd_load_read(t, v) == 0 ? 0 : -1;
+    atomic_fetch_sub(&load_readers, 1);
+    return rc;
+}
+
 static unsigned remote_load(gpuaes_op op, uint64_t *ns_per_byte, unsigned *procs)
 {
     /* The op's twin (same kernels, same speed) when the op itself has no rate yet. */
@@ -228,7 +242,6 @@ static unsigned remote_load(gpuaes_op op, uint64_t *ns_per_byte, unsigned *procs
         [GPUAESD_OP_CTR128] = GPUAESD_OP_CTR32, [GPUAESD_OP_CTR32] = GPUAESD_OP_CTR128,
         [GPUAESD_OP_GCM_ENCRYPT] = GPUAESD_OP_GCM_DECRYPT, [GPUAESD_OP_GCM_DECRYPT] = GPUAESD_OP_GCM_ENCRYPT,
     };
-    const gpuaesd_load_table *t;
     gpuaesd_load v;
     uint64_t now, rate;
     uint32_t w = wire_op(op);
@@ -236,10 +249,7 @@ static unsigned remote_load(gpuaes_op op, uint64_t *ns_per_byte, unsigned *procs
 
     *ns_per_byte = 0;
     *procs = 0;
-    atomic_fetch_add(&load_readers, 1);
-    t = atomic_load(&load_table);
-    ok = t != NULL && gpuaesd_load_read(t, &v) == 0;
-    atomic_fetch_sub(&load_readers, 1);
+    ok = load_snapshot(&v) == 0;
     now = mono_ns();
     if (!ok || gpuaesd_check_load(&v) != 0 || v.stamp_ns > now + LOAD_STALE_NS)
         return 0;                      /* none, torn, or nonsense: decide alone */
@@ -319,19 +329,13 @@ static int kick_locked(void)
 static _Atomic long long busy_until[GPUAESD_OP_LAST + 1];
 
 /* Whether the service's GPU is up and warm, as its published load says (no
- * table: its answers will tell).  Jobs sent before would only come back BUSY,
- * each having cost its copy in. */
+ * table or no clean copy: its answers will tell).  Jobs sent before would
+ * only come back BUSY, each having cost its copy in. */
 static int service_gpu_ready(void)
 {
-    const gpuaesd_load_table *t;
     gpuaesd_load v;
-    int ready;
 
-    atomic_fetch_add(&load_readers, 1);
-    t = atomic_load(&load_table);
-    ready = t == NULL || gpuaesd_load_read(t, &v) != 0 || v.gpu_up == GPUAESD_GPU_READY;
-    atomic_fetch_sub(&load_readers, 1);
-    return ready;
+    return load_snapshot(&v) != 0 || v.gpu_up == GPUAESD_GPU_READY;
 }
 
 static int remote_available(void)
