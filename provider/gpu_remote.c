@@ -338,30 +338,14 @@ static int service_gpu_ready(void)
     return load_snapshot(&v) != 0 || v.gpu_up == GPUAESD_GPU_READY;
 }
 
-static int remote_available(void)
-{
-    int st = atomic_load_explicit(&R.state, memory_order_acquire);
-
-    if (st == R_UP)
-        return service_gpu_ready();
-    if (R.disabled || st == R_STARTING || (st == R_DOWN && now_ms() < atomic_load(&R.retry_at)))
-        return 0;                      /* the common answers, without the lock */
-    pthread_mutex_lock(&R.mu);
-    kick_locked();
-    pthread_mutex_unlock(&R.mu);
-    return atomic_load(&R.state) == R_UP && service_gpu_ready();
-}
-
 /*
- * The call that starts the connection (offload_gpu_up, past gpu_start_bytes)
- * waits up to service_connect_wait_ms (3) for it: a running service answers its hello in
- * well under that, and then this call, a fresh process's first large one,
- * can already run on the GPU.  Without a socket in the directory no service
- * runs: one must be started (hundreds of ms), and the call goes on on the
- * CPU at once.  Only the caller that began the start waits; every other call
- * meanwhile answers at once.
+ * Up (and the service's GPU ready), or a start kicked off in the background.
+ * wait_ms: how long the caller that kicks a start waits for it, when the
+ * socket directory holds a service's socket (a running service answers its
+ * hello in well under 3 ms; one that must be started takes hundreds of ms).
+ * Every other caller answers at once.
  */
-static int remote_start(void)
+static int up_or_start(unsigned wait_ms)
 {
     struct timespec until;
     int st = atomic_load_explicit(&R.state, memory_order_acquire);
@@ -369,12 +353,12 @@ static int remote_start(void)
     if (st == R_UP)
         return service_gpu_ready();
     if (R.disabled || st == R_STARTING || (st == R_DOWN && now_ms() < atomic_load(&R.retry_at)))
-        return 0;
+        return 0;                      /* the common answers, without the lock */
     pthread_mutex_lock(&R.mu);
-    if (kick_locked() && R.first_wait_ms > 0 && gpuaesd_listening(R.dir[0] ? R.dir : NULL)) {
+    if (kick_locked() && wait_ms > 0 && gpuaesd_listening(R.dir[0] ? R.dir : NULL)) {
         clock_gettime(CLOCK_REALTIME, &until);      /* R.cv's clock */
-        until.tv_sec += R.first_wait_ms / 1000;
-        until.tv_nsec += (long)(R.first_wait_ms % 1000) * 1000000L;
+        until.tv_sec += wait_ms / 1000;
+        until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
         if (until.tv_nsec >= 1000000000L) {
             until.tv_sec++;
             until.tv_nsec -= 1000000000L;
@@ -385,6 +369,13 @@ static int remote_start(void)
     pthread_mutex_unlock(&R.mu);
     return atomic_load(&R.state) == R_UP && service_gpu_ready();
 }
+
+static int remote_available(void) { return up_or_start(0); }
+
+/* The call that starts the connection (offload_gpu_up, past gpu_start_bytes)
+ * waits up to service_connect_wait_ms (3) for a running service, so that a
+ * fresh process's first large call can already run on the GPU. */
+static int remote_start(void) { return up_or_start(R.first_wait_ms); }
 
 /* For explicit questions (the gpu-available parameter, tests): waits for a
  * start under way (at most START_MS), and then, connected, for the service's
