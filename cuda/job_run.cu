@@ -73,8 +73,11 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
     std::memcpy(job->iv_end, job->iv, 16);
 
     const int kmode = kmode_of(job->op);
+    // in == NULL: a keystream job (CTR ops only, no caller's share).
+    const bool keystream = job->in == nullptr && (job->op == GPUAES_CTR128 || job->op == GPUAES_CTR32) &&
+                           job->cpu_share == nullptr;
     if (kmode < 0 || job->key == nullptr || job->len % 16 != 0 ||
-        (job->len != 0 && (job->in == nullptr || job->out == nullptr))) {
+        (job->len != 0 && ((job->in == nullptr && !keystream) || job->out == nullptr))) {
         job->status = GPUAES_FAILED;
         std::snprintf(job->error, sizeof job->error, "invalid job: bad op, key, buffers or length");
         return;
@@ -100,7 +103,7 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
     // in[] and out[] in one registered range (gpuaesd's client segment):
     // DMA straight from and to it, no staging copies; unregistration waits
     // for this job.
-    DirectUse direct(job->in, job->out, job->len);
+    DirectUse direct(keystream ? job->out : job->in, job->out, job->len);
     Slot *slot = take_slot(job); // sets the status when there is none
     if (slot == nullptr) return;
     job->direct = direct.ok() ? 1 : 0;

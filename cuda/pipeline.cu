@@ -76,7 +76,9 @@ class Pipeline {
         share_ = job->cpu_share;
         cpu_from_ = job->len;
         // Direct: the input goes to the GPU by DMA anyway, and no host pass is left.
-        ks_out_ = !direct_ && (kmode == KM_CTR128 || kmode == KM_CTR32) && gh_ == GhashOver::none;
+        // A keystream job (no input) makes keystream either way.
+        ks_out_ = (!direct_ || job->in == nullptr) && (kmode == KM_CTR128 || kmode == KM_CTR32) &&
+                  gh_ == GhashOver::none;
         if (trace_this_job()) trace_.begin(job->len / first_ + 2);
     }
 
@@ -192,7 +194,10 @@ class Pipeline {
         // Keystream chunks copy nothing in: the copy-out's XOR reads in[].
         // Direct ones neither: their H2D reads in[].
         lane_of(in_).used = true;
-        copy_start(&f.copy, lane_of(in_).host, job_->in + f.off, ks_out_ || direct_ ? 0 : f.n, 0);
+        if (ks_out_ || direct_)
+            copy_start(&f.copy, lane_of(in_).host, nullptr, 0, 0);
+        else
+            copy_start(&f.copy, lane_of(in_).host, job_->in + f.off, f.n, 0);
         ++in_;
         return true;
     }
@@ -241,9 +246,9 @@ class Pipeline {
         // the kernel read from the lane's pinned buffer.
         const unsigned flags = kCopyUrgent | kCopyWipe | (stream_out_ ? kCopyStream : 0);
         unsigned char *const zc_input = f.result != l.host ? l.host : nullptr;
-        if (ks_out_)
+        if (ks_out_ && job_->in != nullptr)
             copy_start_xor(&f.copy, job_->out + off_of(i), job_->in + off_of(i), f.result, len_of(i), flags);
-        else // direct: the D2H wrote out[] already
+        else // direct: the D2H wrote out[] already; a keystream job's is the keystream itself
             copy_start(&f.copy, job_->out + off_of(i), f.result, direct_ ? 0 : len_of(i), flags, zc_input);
         ++out_;
         return true;

@@ -35,7 +35,8 @@ extern "C" {
 #define GPUAESD_LOAD_VERSION 1u
 #define GPUAESD_LOAD_BYTES   4096u        /* the memfd's size */
 #define GPUAESD_LOAD_TRIES   64           /* a reader's attempts at a consistent copy */
-#define GPUAESD_LOAD_OPS     (GPUAESD_OP_LAST + 1)   /* rates indexed by wire op (0 unused) */
+#define GPUAESD_LOAD_OPS     (GPUAESD_OP_GCM_DECRYPT + 1)   /* rates indexed by wire op (0 unused;
+                                                              keystream fills publish none) */
 #define GPUAESD_LOAD_JOBS_MAX 65536u      /* more jobs than this in a snapshot: nonsense */
 #define GPUAESD_LOAD_RATE_MAX ((uint64_t)1 << 44)    /* bytes/s: 17 TB/s, nonsense above */
 

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define GPUAESD_MAGIC   0x64616767u   /* "ggad" in memory order: g g a d */
-#define GPUAESD_VERSION 2u           /* 2: several jobs in flight (max_inflight) */
+#define GPUAESD_VERSION 3u           /* 2: several jobs in flight (max_inflight); 3: keystream ops */
 
 /* Jobs of one connection the service runs at once (HELLO_REPLY.max_inflight):
  * it reads no further request of that connection while so many run, so a
@@ -58,7 +58,12 @@ enum gpuaesd_op {
     GPUAESD_OP_CFB128_DECRYPT,
     GPUAESD_OP_GCM_ENCRYPT,
     GPUAESD_OP_GCM_DECRYPT,
-    GPUAESD_OP_LAST = GPUAESD_OP_GCM_DECRYPT
+    /* Keystream windows (docs/SERVICE.md, "Keystream windows"): out =
+     * E(ctr), E(ctr+1), ... (CTR128's counting, or CTR32's), no input:
+     * in_off must equal out_off. */
+    GPUAESD_OP_KEYSTREAM128,
+    GPUAESD_OP_KEYSTREAM32,
+    GPUAESD_OP_LAST = GPUAESD_OP_KEYSTREAM32
 };
 
 /* Reply status. */

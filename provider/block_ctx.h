@@ -17,6 +17,8 @@
 enum { TRACK_WHOLE = 1, TRACK_LAST = 2 };
 
 struct ks_state;
+/* Keystream windows a keystream context holds at most (block_keystream.c). */
+#define KS_NWIN 3
 
 typedef struct block_ctx {
     /* Hot: all that a small update reads, in the first 64 bytes. */

@@ -26,7 +26,6 @@
 #include "block_ctx.h"
 #include "gpuaes_counter.h"
 
-#define KS_NWIN 3
 #define KS_FIRST_WINDOW ((size_t)1 << 20)
 
 enum { KW_IDLE, KW_PENDING, KW_READY, KW_DRAINING };
@@ -117,7 +116,7 @@ void ks_end(block_ctx *c)
         return;
     for (int i = 0; i < KS_NWIN; i++) {
         ks_count_used(k->win[i].used);
-        gpuaes_ks_window_free(k->win[i].w);
+        gpu()->ks.window_free(k->win[i].w);
     }
     OPENSSL_clear_free(k, sizeof(*k));
     c->ks = NULL;
@@ -151,10 +150,10 @@ static void ks_topup(block_ctx *c)
         uint64_t start = (k->pos + k->lead + BLOCK - 1) & ~(uint64_t)(BLOCK - 1);
         gpuaes_status st;
 
-        if (x->w == NULL && (x->w = gpu()->ks_window_new(c->prov->ks_max_window)) == NULL)
+        if (x->w == NULL && (x->w = gpu()->ks.window_new(c->prov->ks_max_window)) == NULL)
             return;                   /* pinned-memory limit: fewer windows */
         if (x->state == KW_DRAINING) {
-            int r = gpuaes_ks_ready(x->w, err);
+            int r = gpu()->ks.ready(x->w, err);
 
             if (r == 0)
                 return;               /* its old fill is still in flight */
@@ -164,7 +163,7 @@ static void ks_topup(block_ctx *c)
             start = k->next_req;
         memcpy(ctr, k->base, BLOCK);
         gpuaes_ctr128_add(ctr, start / BLOCK);
-        st = gpuaes_ks_fill(x->w, c->gpukey, ctr, k->win_next, 0, err);
+        st = gpu()->ks.fill(x->w, c->gpukey, ctr, k->win_next, 0, err);
         if (st == GPUAES_BUSY)
             return;
         if (st != GPUAES_OK) {
@@ -329,7 +328,7 @@ int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
         if (x != NULL && x->start <= k->pos) {
             const unsigned char *ks = NULL;
             /* Pinned while XORed: the exit-time release cannot wipe it under us. */
-            int r = gpuaes_ks_pin(x->w, &ks, err);
+            int r = gpu()->ks.pin(x->w, &ks, err);
 
             if (r > 0) {
                 uint64_t off = k->pos - x->start;
@@ -348,7 +347,7 @@ int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
                 if (n > x->len - off)
                     n = (size_t)(x->len - off);
                 ks_xor(out + done, in + done, ks + off, n);
-                gpuaes_ks_unpin(x->w);
+                gpu()->ks.unpin(x->w);
                 x->used += n;
                 k->pos += n;
                 done += n;

@@ -18,6 +18,19 @@
 
 typedef enum { GPU_BACKEND_INPROCESS, GPU_BACKEND_SERVICE } gpu_backend_kind;
 
+/* Keystream windows, one contract for both backends (include/gpuaes_gpu.h,
+ * "Keystream ahead"): in process the layer's pinned windows, through the
+ * service slots of a segment that gpuaesd fills (remote_keystream.c). */
+typedef struct gpu_keystream {
+    gpuaes_ks_window *(*window_new)(size_t cap);
+    gpuaes_status (*fill)(gpuaes_ks_window *w, const gpuaes_key *key, const unsigned char ctr[16],
+                          size_t nbytes, int ctr32, char error[160]);
+    int (*ready)(gpuaes_ks_window *w, char error[160]);
+    int (*pin)(gpuaes_ks_window *w, const unsigned char **data, char error[160]);
+    void (*unpin)(gpuaes_ks_window *w);
+    void (*window_free)(gpuaes_ks_window *w);
+} gpu_keystream;
+
 typedef struct gpu_backend {
     const char *name;
     int (*available)(void);
@@ -33,7 +46,7 @@ typedef struct gpu_backend {
     void (*run)(gpuaes_job *job);
     gpuaes_key *(*key_new)(const unsigned char *key, size_t keylen);
     void (*key_free)(gpuaes_key *key);
-    gpuaes_ks_window *(*ks_window_new)(size_t cap);
+    gpu_keystream ks;
     void (*shutdown)(void);
     /* For dispatch.c: GPU jobs in flight now from other processes, in
      * *ns_per_byte the GPU's measured ns per byte for op (16 fractional bits,
@@ -54,6 +67,9 @@ gpu_backend_kind gpu_backend_kind_in_use(void);
 /* gpu_remote.c */
 extern const gpu_backend gpu_backend_service;
 void gpu_remote_configure(int disable_gpu, unsigned timeout_ms, size_t chunk, unsigned connect_wait_ms);
+/* remote_keystream.c: the keystream segment's bound (keystream_total_bytes,
+ * and the windows keystream_max_contexts contexts hold at most). */
+void gpu_remote_ks_limit(size_t total_bytes, size_t windows_max);
 
 /* The GPU layer this process's jobs go to: gpu()->run(job). */
 static inline const gpu_backend *gpu(void)

@@ -11,7 +11,7 @@
  * CPU.  A job the service does not answer in time, or whose connection dies
  * (a killed service), completes on the CPU (GPUAES_FAILED, the prefix the
  * service reported done); every connection is then dropped and a new start
- * tried after a back-off.  Keystream windows are not served yet: NULL.
+ * tried after a back-off.  Keystream windows: remote_keystream.c.
  */
 #define _GNU_SOURCE                    /* dladdr */
 #include <dlfcn.h>
@@ -32,6 +32,7 @@
 #include "gpuaesd_client.h"
 #include "gpuaesd_load.h"
 #include "gcm_math.h"
+#include "gpu_remote.h"
 
 #define SEGMENT ((size_t)64 << 20)    /* per connection; longer jobs go in pieces */
 #define CONNS 8                        /* jobs at once; more wait on the CPU (BUSY) */
@@ -46,11 +47,6 @@ typedef struct rconn {
     gpuaesd_conn *c;
     unsigned gen;
 } rconn;
-
-typedef struct remote_key {
-    size_t keylen;
-    unsigned char key[32];
-} remote_key;
 
 static struct {
     pthread_mutex_t mu;
@@ -140,6 +136,7 @@ static void at_fork_child(void)
     R.starter_joinable = 0;
     R.backoff = BACKOFF_MIN_MS;
     atomic_store(&R.state, R_IDLE);
+    remote_ks_fork_child();
 }
 
 /* gpuaesd beside the module: ../libexec/gpuaes/gpuaesd, the same directory,
@@ -371,6 +368,16 @@ static int up_or_start(unsigned wait_ms)
 }
 
 static int remote_available(void) { return up_or_start(0); }
+
+int remote_ready(void) { return up_or_start(0); }
+const char *remote_socket_dir(void) { return R.dir[0] ? R.dir : NULL; }
+unsigned remote_timeout_ms(void) { return R.timeout_ms; }
+
+void remote_count_conn(int open_delta, int busy_delta)
+{
+    atomic_fetch_add_explicit(&conns_open, open_delta, memory_order_relaxed);
+    atomic_fetch_add_explicit(&conns_busy, busy_delta, memory_order_relaxed);
+}
 
 /* The call that starts the connection (offload_gpu_up, past gpu_start_bytes)
  * waits up to service_connect_wait_ms (3) for a running service, so that a
@@ -823,9 +830,6 @@ static void remote_key_free(gpuaes_key *key)
     OPENSSL_clear_free(key, sizeof(remote_key));
 }
 
-/* Keystream windows are in-process only so far (docs/SERVICE.md). */
-static gpuaes_ks_window *remote_ks_window_new(size_t cap) { (void)cap; return NULL; }
-
 /* The last provider instance goes: no job runs.  The start thread is
  * joined (bounded by START_MS) before the module can be unloaded. */
 static void remote_shutdown(void)
@@ -844,6 +848,7 @@ static void remote_shutdown(void)
     atomic_store(&R.state, R_IDLE);
     load_adopt(NULL);                  /* no decision runs now */
     pthread_mutex_unlock(&R.mu);
+    remote_ks_shutdown();
     gpuaes_host_copy_stop();           /* the copy threads: none may run once the module goes */
 }
 
@@ -851,5 +856,7 @@ const gpu_backend gpu_backend_service = {
     "service",
     remote_available, remote_wait, remote_start, remote_supports, remote_description,
     remote_started, remote_state, remote_run, remote_key_new, remote_key_free,
-    remote_ks_window_new, remote_shutdown, remote_load
+    { remote_ks_window_new, remote_ks_fill, remote_ks_ready, remote_ks_pin, remote_ks_unpin,
+      remote_ks_window_free },
+    remote_shutdown, remote_load
 };

@@ -19,6 +19,7 @@
 #include <openssl/proverr.h>
 
 #include "gpuaes.h"
+#include "block_ctx.h"             /* KS_NWIN */
 
 /*
  * Default offload thresholds, per operation: below them a GPU round trip
@@ -400,6 +401,7 @@ void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_par
         prov->ks_enabled = 0;
     }
     gpuaes_ks_set_limit(prov->ks_total);
+    gpu_remote_ks_limit(prov->ks_total, (size_t)prov->ks_max_contexts * KS_NWIN);
 }
 
 static void format_bytes(char *buf, size_t len, size_t v)

@@ -98,7 +98,8 @@ int gpuaesd_check_request(const void *msg, size_t n, uint64_t seg_size, uint64_t
         && (r.op == GPUAESD_OP_GCM_ENCRYPT || r.op == GPUAESD_OP_GCM_DECRYPT || all_zero(r.h, 16))
         && r.len != 0 && r.len % 16 == 0 && r.len <= max_job
         && in_segment(r.in_off, r.len, seg_size) && in_segment(r.out_off, r.len, seg_size)
-        && (r.in_off == r.out_off || r.in_off + r.len <= r.out_off || r.out_off + r.len <= r.in_off);
+        && (r.in_off == r.out_off
+            || (r.op < GPUAESD_OP_KEYSTREAM128 && (r.in_off + r.len <= r.out_off || r.out_off + r.len <= r.in_off)));
     memset(&r, 0, sizeof(r));          /* the key copy */
     __asm__ __volatile__("" : : "r"(&r) : "memory");
     return ok ? 0 : -1;

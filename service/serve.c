@@ -308,6 +308,7 @@ static gpuaes_op op_of(uint32_t op)
         [GPUAESD_OP_CTR128] = GPUAES_CTR128, [GPUAESD_OP_CTR32] = GPUAES_CTR32,
         [GPUAESD_OP_CBC_DECRYPT] = GPUAES_CBC_DECRYPT, [GPUAESD_OP_CFB128_DECRYPT] = GPUAES_CFB128_DECRYPT,
         [GPUAESD_OP_GCM_ENCRYPT] = GPUAES_GCM_ENCRYPT, [GPUAESD_OP_GCM_DECRYPT] = GPUAES_GCM_DECRYPT,
+        [GPUAESD_OP_KEYSTREAM128] = GPUAES_CTR128, [GPUAESD_OP_KEYSTREAM32] = GPUAES_CTR32,
     };
     return map[op];                    /* op was checked */
 }
@@ -329,7 +330,8 @@ static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
     job.key = key;
     memcpy(job.iv, r->iv, 16);
     memcpy(job.h, r->h, 16);
-    job.in = c->seg + r->in_off;
+    /* A keystream fill has no input: the layer writes E(ctr) ... to out. */
+    job.in = r->op >= GPUAESD_OP_KEYSTREAM128 ? NULL : c->seg + r->in_off;
     job.out = c->seg + r->out_off;
     job.len = (size_t)r->len;
     gpuaes_gpu_run(&job);

@@ -414,7 +414,7 @@ static void emu_xor(unsigned char *out, const unsigned char *a, const unsigned c
  * in and out may be the same. */
 static int chunk(gpuaes_job *job, size_t off, size_t len, unsigned char x[16], const emu_htab *T)
 {
-    const unsigned char *in = job->in + off;
+    const unsigned char *in = job->in != NULL ? job->in + off : NULL;   /* NULL: a keystream job */
     unsigned char *out = job->out + off, *tmp = malloc(len), next[16];
     int ok = tmp != NULL;
 
@@ -434,7 +434,9 @@ static int chunk(gpuaes_job *job, size_t off, size_t len, unsigned char x[16], c
             ctr_advance(job->iv, 1, job->op != GPUAES_CTR128);
         }
         ok = ecb(job->key, 1, tmp, tmp, len);
-        if (ok)
+        if (ok && in == NULL)
+            memcpy(out, tmp, len);
+        else if (ok)
             emu_xor(out, in, tmp, len);
         break;
     case GPUAES_CBC_DECRYPT:
@@ -565,6 +567,11 @@ static void emu_run(gpuaes_job *job)
         job->status = GPUAES_BUSY;
         return;
     }
+    if (job->in == NULL && (!ctr || gcm || job->cpu_share != NULL)) {   /* only CTR makes keystream */
+        job->status = GPUAES_FAILED;
+        strcpy(job->error, "invalid job: no input");
+        return;
+    }
     {
         /* GPUAES_EMU_JOB_DELAY_MS: a slow (or shared, or busy) GPU */
         const char *d = getenv("GPUAES_EMU_JOB_DELAY_MS");
@@ -601,7 +608,7 @@ static void emu_run(gpuaes_job *job)
     emu_end_state(job);
     memcpy(iv0, job->iv, 16);
     p = share != NULL ? emu_split(job->len, emu_rand(seed), fault != GPUAES_FAULT_NONE) : job->len;
-    memcpy(chain, p >= 16 ? job->in + p - 16 : job->iv, 16);   /* before the prefix overwrites it */
+    memcpy(chain, chained && p >= 16 ? job->in + p - 16 : job->iv, 16);   /* before the prefix overwrites it */
     nchunks = (p + EMU_CHUNK - 1) / EMU_CHUNK;
     /* A fault strikes the second chunk of a long prefix, else the first. */
     fail_at = fault == GPUAES_FAULT_NONE ? (size_t)-1
@@ -764,7 +771,8 @@ static int emu_direct_take(const gpuaes_job *job)
 
     pthread_mutex_lock(&emu_range_lock);
     for (int i = 0; i < EMU_RANGES && slot < 0 && job->len != 0; i++)
-        if (emu_ranges[i].state == EMU_RANGE_LIVE && emu_range_holds(&emu_ranges[i], job->in, job->len)
+        if (emu_ranges[i].state == EMU_RANGE_LIVE
+            && emu_range_holds(&emu_ranges[i], job->in != NULL ? job->in : job->out, job->len)
             && emu_range_holds(&emu_ranges[i], job->out, job->len)) {
             emu_ranges[i].users++;
             slot = i;

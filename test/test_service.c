@@ -189,7 +189,7 @@ static int run_diff(const char *service, int gpu)
     TEST_CHECK(gpuaesd_query_status(dir, &st, 2000) == 0);
     printf("%llu jobs, %llu bytes on the (emulated) GPU\n", (unsigned long long)st.jobs,
            (unsigned long long)st.bytes_gpu);
-    TEST_CHECK(st.jobs == 8 * 12 + 40 && st.jobs_gpu == st.jobs && st.malformed == 0 && st.clients == 2);
+    TEST_CHECK(st.jobs == GPUAESD_OP_LAST * 12 + 40 && st.jobs_gpu == st.jobs && st.malformed == 0 && st.clients == 2);
     check_dma(&st, service, dir);
     /* --status prints the same */
     snprintf(cmd, sizeof(cmd), "%s --socket-dir %s --status", service, dir);

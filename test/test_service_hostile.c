@@ -138,7 +138,7 @@ static int spoil(gpuaesd_job_req *r, int k)
     int n0 = 3, n1 = n0 + 8, n2 = n1 + 6, n3 = n2 + 4, n4 = n3 + 4;
 
     svc_make_request(r, HSEG);
-    if (r->op == GPUAESD_OP_GCM_ENCRYPT || r->op == GPUAESD_OP_GCM_DECRYPT)
+    if (r->op >= GPUAESD_OP_GCM_ENCRYPT)  /* a valid base for the spoils: no GCM, not a keystream fill */
         r->op = GPUAESD_OP_CTR128;
     if (r->len < 64)
         r->len = 64;
@@ -153,6 +153,7 @@ static int spoil(gpuaesd_job_req *r, int k)
     else if (k == n4 + 1) r->in_off = r->out_off + r->len - 16;
     else if (k == n4 + 2) { r->keylen = 16; r->key[20] = 1; }     /* key bytes past keylen */
     else if (k == n4 + 3) r->h[3] = 1;                          /* H on a non-GCM op */
+    else if (k == n4 + 4) r->op = GPUAESD_OP_KEYSTREAM128;      /* a fill with in_off != out_off */
     else return -1;
     return 0;
 }

@@ -1,0 +1,37 @@
+/*
+ * gpu_remote.h - what the service backend's job part (gpu_remote.c) shares
+ * with its keystream windows (remote_keystream.c).
+ */
+#ifndef GPUAES_GPU_REMOTE_H
+#define GPUAES_GPU_REMOTE_H
+
+#include <stddef.h>
+
+#include "gpu_backend.h"
+
+/* A key as the service takes it: its bytes, sent with each request (wiped on free). */
+typedef struct remote_key {
+    size_t keylen;
+    unsigned char key[32];
+} remote_key;
+
+/* gpu_remote.c */
+int remote_ready(void);                /* connected, and the service's GPU up and warm */
+const char *remote_socket_dir(void);   /* NULL: the default */
+unsigned remote_timeout_ms(void);      /* service_timeout_ms */
+/* This process's connections open and busy, as the published load counts
+ * them among its clients (dispatch subtracts its own). */
+void remote_count_conn(int open_delta, int busy_delta);
+
+/* remote_keystream.c: the gpu_keystream calls (gpu_backend.h) */
+gpuaes_ks_window *remote_ks_window_new(size_t cap);
+gpuaes_status remote_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key, const unsigned char ctr[16],
+                             size_t nbytes, int ctr32, char error[160]);
+int remote_ks_ready(gpuaes_ks_window *w, char error[160]);
+int remote_ks_pin(gpuaes_ks_window *w, const unsigned char **data, char error[160]);
+void remote_ks_unpin(gpuaes_ks_window *w);
+void remote_ks_window_free(gpuaes_ks_window *w);
+void remote_ks_fork_child(void);       /* the child forgets the parent's connection */
+void remote_ks_shutdown(void);         /* no window exists: closes the connection */
+
+#endif

@@ -1,0 +1,430 @@
+/*
+ * remote_keystream.c - keystream windows made by gpuaesd (docs/SERVICE.md,
+ * "Keystream windows"), with the contract of the in-process ones
+ * (include/gpuaes_gpu.h, "Keystream ahead"; gpu_backend.h, gpu_keystream).
+ *
+ * A process's windows are slots of one segment, on a connection of their
+ * own: the keystream connection, made at the first window.  A fill is a
+ * KEYSTREAM request for its slot, which the service's GPU writes (by DMA:
+ * the segment is registered like every client's); it is ready once its
+ * reply has come.  Nothing here waits on the service: a poll takes the
+ * replies that are there (one recv at most every POLL_NS), posts the fills
+ * queued behind the service's max_inflight, and fails fills that are
+ * overdue (a hung service).  A fill answered BUSY (the service's GPU busy
+ * or starting) is sent again a little later; its window is not ready
+ * meanwhile, so its bytes go to the CPU, as with a window filled late.
+ *
+ * A lost connection (dead, or a fill overdue) is dead from then on: its
+ * windows answer -1 (their contexts go to the CPU and report it once), a
+ * later window makes a new connection, and the dead one is closed (its
+ * segment unmapped) only when its last window is freed, so that no pinned
+ * keystream can vanish under its reader.  A window freed while its fill is
+ * in flight keeps its slot until the reply, since the service may still be
+ * writing it.  Slots are wiped when given back.
+ */
+#define _POSIX_C_SOURCE 200809L      /* clock_gettime */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <openssl/crypto.h>
+
+#include "gpuaes.h"
+#include "gpu_remote.h"
+#include "gpuaesd_client.h"
+
+#define SLOTS_MAX 64
+#define POLL_NS 10000LL                /* replies are looked for at most this often */
+#define DIAL_MS 200                    /* the keystream connection, to a running service */
+#define RETRY_MS 1000                  /* after a connection failed or was lost */
+#define BUSY_HOLD_MS 20                /* a fill answered BUSY is sent again after this */
+#define POST_MS 10                     /* a request the socket does not take in this: lost */
+
+enum { W_IDLE, W_QUEUED, W_INFLIGHT, W_READY, W_FAILED };
+
+typedef struct ks_conn ks_conn;
+
+typedef struct rwin {
+    ks_conn *kc;
+    size_t slot;
+    _Atomic int state;                 /* W_READY and W_FAILED are read without the lock */
+    int orphan;                        /* freed while its fill is in flight */
+    long long send_at_ms, due_ms;      /* W_QUEUED: not before; W_INFLIGHT: failed after */
+    gpuaesd_job_req req;               /* the fill (key inside: wiped when it is over) */
+    char why[96];                      /* W_FAILED */
+} rwin;
+
+struct ks_conn {
+    gpuaesd_conn *c;
+    unsigned char *seg;
+    size_t slot_size, nslots;
+    uint64_t slots_used;               /* a window's, or a freed window's fill in flight */
+    rwin *waiting[SLOTS_MAX];          /* by slot: a fill queued or in flight */
+    unsigned queued, inflight;
+    int refs;                          /* windows on it */
+    _Atomic int dead;                  /* read without the lock: a dead one's windows answer -1 */
+    ks_conn *next;                     /* K.all */
+};
+
+static struct {
+    pthread_mutex_t mu;
+    ks_conn *cur;                      /* the live connection, or NULL */
+    ks_conn *all;                      /* every one not closed yet, cur and dead ones */
+    long long retry_at_ms;
+    long long polled_ns;
+    size_t total, windows_max;         /* gpu_remote_ks_limit */
+} K = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, (size_t)256 << 20, 6 };
+
+static long long mono_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static long long mono_ms(void) { return mono_ns() / 1000000; }
+
+void gpu_remote_ks_limit(size_t total_bytes, size_t windows_max)
+{
+    pthread_mutex_lock(&K.mu);
+    if (K.all == NULL) {               /* the first connection takes the values in force */
+        K.total = total_bytes;
+        K.windows_max = windows_max;
+    }
+    pthread_mutex_unlock(&K.mu);
+}
+
+static void close_conn(ks_conn *kc)
+{
+    for (ks_conn **p = &K.all; *p != NULL; p = &(*p)->next)
+        if (*p == kc) {
+            *p = kc->next;
+            break;
+        }
+    gpuaesd_close(kc->c);
+    OPENSSL_free(kc);
+}
+
+static void window_gone(ks_conn *kc, rwin *w)
+{
+    OPENSSL_clear_free(w, sizeof(*w));
+    if (--kc->refs == 0 && kc->dead)
+        close_conn(kc);
+}
+
+/* A slot is free again: wiped (unless the connection is dead: a hung
+ * service may still write it; it is unmapped soon). */
+static void slot_free(ks_conn *kc, size_t slot)
+{
+    if (!kc->dead)
+        OPENSSL_cleanse(kc->seg + slot * kc->slot_size, kc->slot_size);
+    kc->slots_used &= ~((uint64_t)1 << slot);
+}
+
+static void fill_over(ks_conn *kc, rwin *w, int state, const char *why)
+{
+    if (w->state == W_INFLIGHT && --kc->inflight == 0)
+        remote_count_conn(0, -1);
+    if (w->state == W_QUEUED)
+        kc->queued--;
+    kc->waiting[w->slot] = NULL;
+    OPENSSL_cleanse(&w->req, sizeof(w->req));
+    if (w->orphan) {
+        slot_free(kc, w->slot);
+        window_gone(kc, w);
+        return;
+    }
+    if (why != NULL)
+        snprintf(w->why, sizeof(w->why), "%s", why);
+    atomic_store_explicit(&w->state, state, memory_order_release);
+}
+
+/* The connection is lost: every fill fails, no new one goes on it. */
+static void kill_conn(ks_conn *kc, const char *why)
+{
+    if (kc->dead)
+        return;
+    gpuaes_debug("keystream connection to gpuaesd lost (%s)", why);
+    kc->dead = 1;
+    kc->refs++;                        /* kc outlives its orphans' release below */
+    for (size_t s = 0; s < kc->nslots; s++)
+        if (kc->waiting[s] != NULL)
+            fill_over(kc, kc->waiting[s], W_FAILED, why);
+    remote_count_conn(-1, 0);
+    if (K.cur == kc)
+        K.cur = NULL;
+    K.retry_at_ms = mono_ms() + RETRY_MS;
+    if (--kc->refs == 0)
+        close_conn(kc);
+}
+
+/* Under K.mu: takes the replies that are there, fails overdue fills, posts
+ * queued ones.  force: look at the socket even if it was looked at just now. */
+static void pump(ks_conn *kc, int force)
+{
+    gpuaesd_job_reply rep;
+    long long now_ns = mono_ns(), now = now_ns / 1000000;
+    int rc;
+
+    if (kc->dead || (kc->queued == 0 && kc->inflight == 0))
+        return;
+    if (!force && now_ns - K.polled_ns < POLL_NS)
+        return;
+    K.polled_ns = now_ns;
+    while (kc->inflight > 0 && (rc = gpuaesd_poll_reply(kc->c, &rep)) != 0) {
+        rwin *w = NULL;
+
+        if (rc < 0) {
+            kill_conn(kc, "gpuaesd gone");
+            return;
+        }
+        for (size_t s = 0; s < kc->nslots && w == NULL; s++)
+            if (kc->waiting[s] != NULL && kc->waiting[s]->state == W_INFLIGHT
+                && kc->waiting[s]->req.id == rep.id)
+                w = kc->waiting[s];
+        if (w == NULL) {               /* the client library checked it against a request of ours */
+            kill_conn(kc, "a reply to no fill");
+            return;
+        }
+        if (rep.status == GPUAESD_OK) {
+            fill_over(kc, w, W_READY, NULL);
+        } else if (rep.status == GPUAESD_BUSY && !w->orphan) {
+            if (--kc->inflight == 0)
+                remote_count_conn(0, -1);
+            kc->queued++;
+            w->send_at_ms = now + BUSY_HOLD_MS;
+            atomic_store(&w->state, W_QUEUED);
+        } else {
+            char why[64];
+
+            snprintf(why, sizeof(why), "gpuaesd answered status %u to a keystream fill", rep.status);
+            fill_over(kc, w, W_FAILED, why);
+        }
+    }
+    for (size_t s = 0; s < kc->nslots; s++) {
+        rwin *w = kc->waiting[s];
+
+        if (w == NULL)
+            continue;
+        if (w->state == W_INFLIGHT && now > w->due_ms) {
+            kill_conn(kc, "no answer to a keystream fill in time");
+            return;
+        }
+        if (w->state == W_QUEUED && now >= w->send_at_ms
+            && gpuaesd_inflight(kc->c) < gpuaesd_max_inflight(kc->c)) {
+            if ((rc = gpuaesd_post(kc->c, &w->req, POST_MS)) < 0) {
+                kill_conn(kc, "gpuaesd gone");
+                return;
+            }
+            if (rc > 0)
+                continue;
+            kc->queued--;
+            if (kc->inflight++ == 0)
+                remote_count_conn(0, 1);
+            w->due_ms = now + remote_timeout_ms() + (long long)(w->req.len >> 20);
+            atomic_store(&w->state, W_INFLIGHT);
+        }
+    }
+}
+
+/* Under K.mu: the live connection, made if need be (never starting a
+ * service: gpu_remote.c does that). */
+static ks_conn *conn_for(size_t cap)
+{
+    size_t slot_size = (cap + 4095) / 4096 * 4096, n;
+    char why[160];
+    ks_conn *kc = K.cur;
+
+    if (kc != NULL)
+        return cap <= kc->slot_size ? kc : NULL;
+    n = K.total / slot_size;
+    if (n > K.windows_max)
+        n = K.windows_max;
+    if (n > SLOTS_MAX)
+        n = SLOTS_MAX;
+    if (n == 0 || mono_ms() < K.retry_at_ms || (kc = OPENSSL_zalloc(sizeof(*kc))) == NULL)
+        return NULL;
+    kc->c = gpuaesd_connect(remote_socket_dir(), NULL, n * slot_size, DIAL_MS, why, sizeof(why));
+    if (kc->c == NULL) {
+        gpuaes_debug("no keystream connection to gpuaesd (%s): CPU", why);
+        K.retry_at_ms = mono_ms() + RETRY_MS;
+        OPENSSL_free(kc);
+        return NULL;
+    }
+    kc->seg = gpuaesd_segment(kc->c, NULL);
+    kc->slot_size = slot_size;
+    kc->nslots = n;
+    kc->next = K.all;
+    K.all = kc;
+    K.cur = kc;
+    remote_count_conn(1, 0);
+    return kc;
+}
+
+gpuaes_ks_window *remote_ks_window_new(size_t cap)
+{
+    ks_conn *kc;
+    rwin *w = NULL;
+
+    if (cap == 0 || cap % 16 != 0 || !remote_ready())
+        return NULL;
+    pthread_mutex_lock(&K.mu);
+    if ((kc = conn_for(cap)) != NULL)
+        for (size_t s = 0; s < kc->nslots && w == NULL; s++)
+            if ((kc->slots_used & ((uint64_t)1 << s)) == 0 && (w = OPENSSL_zalloc(sizeof(*w))) != NULL) {
+                kc->slots_used |= (uint64_t)1 << s;
+                kc->refs++;
+                w->kc = kc;
+                w->slot = s;
+                atomic_init(&w->state, W_IDLE);
+            }
+    pthread_mutex_unlock(&K.mu);
+    return (gpuaes_ks_window *)w;
+}
+
+gpuaes_status remote_ks_fill(gpuaes_ks_window *win, const gpuaes_key *key, const unsigned char ctr[16],
+                             size_t nbytes, int ctr32, char error[160])
+{
+    rwin *w = (rwin *)win;
+    const remote_key *k = (const remote_key *)key;
+    ks_conn *kc;
+    int st;
+
+    if (w == NULL || k == NULL || nbytes == 0 || nbytes % 16 != 0 || nbytes > w->kc->slot_size
+        || (st = atomic_load(&w->state)) == W_QUEUED || st == W_INFLIGHT) {
+        snprintf(error, 160, "keystream fill: bad window, key or length");
+        return GPUAES_FAILED;
+    }
+    pthread_mutex_lock(&K.mu);
+    kc = w->kc;
+    if (kc->dead) {
+        pthread_mutex_unlock(&K.mu);
+        snprintf(error, 160, "keystream fill: the connection to gpuaesd was lost");
+        return GPUAES_FAILED;
+    }
+    memset(&w->req, 0, sizeof(w->req));
+    w->req.op = ctr32 ? GPUAESD_OP_KEYSTREAM32 : GPUAESD_OP_KEYSTREAM128;
+    w->req.keylen = (uint32_t)k->keylen;
+    memcpy(w->req.key, k->key, k->keylen);
+    memcpy(w->req.iv, ctr, 16);
+    w->req.in_off = w->req.out_off = (uint64_t)(w->slot * kc->slot_size);
+    w->req.len = nbytes;
+    w->send_at_ms = 0;
+    atomic_store(&w->state, W_QUEUED);
+    kc->waiting[w->slot] = w;
+    kc->queued++;
+    pump(kc, 1);
+    pthread_mutex_unlock(&K.mu);
+    return GPUAES_OK;
+}
+
+int remote_ks_ready(gpuaes_ks_window *win, char error[160])
+{
+    rwin *w = (rwin *)win;
+    int st = atomic_load_explicit(&w->state, memory_order_acquire);
+
+    /* A dead connection's slots may be rewritten: by a hung service, or,
+     * in a forked child, by the parent's next fills (the mapping is shared). */
+    if (atomic_load_explicit(&w->kc->dead, memory_order_acquire)) {
+        snprintf(error, 160, "%s", st == W_FAILED ? w->why : "the keystream connection to gpuaesd was lost");
+        return -1;
+    }
+    if (st == W_QUEUED || st == W_INFLIGHT) {
+        pthread_mutex_lock(&K.mu);
+        pump(w->kc, 0);
+        pthread_mutex_unlock(&K.mu);
+        st = atomic_load_explicit(&w->state, memory_order_acquire);
+    }
+    if (st == W_FAILED || atomic_load(&w->kc->dead)) {
+        snprintf(error, 160, "%s", st == W_FAILED ? w->why : "the keystream connection to gpuaesd was lost");
+        return -1;
+    }
+    return st == W_READY || st == W_IDLE;
+}
+
+/* The data of a ready window stays mapped while the window exists
+ * (close_conn waits for its last window): pinning needs no more. */
+int remote_ks_pin(gpuaes_ks_window *win, const unsigned char **data, char error[160])
+{
+    rwin *w = (rwin *)win;
+    int r = remote_ks_ready(win, error);
+
+    *data = r > 0 ? w->kc->seg + w->slot * w->kc->slot_size : NULL;
+    return r;
+}
+
+void remote_ks_unpin(gpuaes_ks_window *win) { (void)win; }
+
+void remote_ks_window_free(gpuaes_ks_window *win)
+{
+    rwin *w = (rwin *)win;
+    ks_conn *kc;
+
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&K.mu);
+    kc = w->kc;
+    if (atomic_load(&w->state) == W_INFLIGHT) {
+        w->orphan = 1;                 /* slot and window go at its reply, or with the connection */
+    } else {
+        if (atomic_load(&w->state) == W_QUEUED)
+            fill_over(kc, w, W_IDLE, NULL);
+        slot_free(kc, w->slot);
+        window_gone(kc, w);
+    }
+    pthread_mutex_unlock(&K.mu);
+}
+
+/* The child's copies of the parent's connections are never used (the
+ * mappings are shared with the parent): closed; their windows (in the
+ * child's copies of its contexts) answer -1 and are freed as usual. */
+void remote_ks_fork_child(void)
+{
+    pthread_mutex_init(&K.mu, NULL);
+    for (ks_conn *kc = K.all; kc != NULL; kc = kc->next) {
+        kc->dead = 1;
+        for (size_t s = 0; s < kc->nslots; s++)
+            if (kc->waiting[s] != NULL) {
+                rwin *w = kc->waiting[s];
+
+                kc->waiting[s] = NULL;
+                OPENSSL_cleanse(&w->req, sizeof(w->req));
+                if (w->orphan) {       /* freed by its context already */
+                    OPENSSL_clear_free(w, sizeof(*w));
+                    kc->refs--;
+                    continue;
+                }
+                snprintf(w->why, sizeof(w->why), "forked: the parent's keystream connection");
+                atomic_store(&w->state, W_FAILED);
+            }
+        kc->queued = kc->inflight = 0;
+        gpuaesd_close(kc->c);
+        kc->c = NULL;
+    }
+    K.cur = NULL;
+    K.retry_at_ms = 0;
+    /* a ks_conn with no window left is freed now; the others with their last window */
+    for (ks_conn **p = &K.all; *p != NULL;) {
+        ks_conn *kc = *p;
+
+        if (kc->refs == 0) {
+            *p = kc->next;
+            OPENSSL_free(kc);
+        } else {
+            p = &kc->next;
+        }
+    }
+}
+
+/* The last provider instance goes: no window exists. */
+void remote_ks_shutdown(void)
+{
+    pthread_mutex_lock(&K.mu);
+    if (K.cur != NULL)
+        kill_conn(K.cur, "unloaded");
+    K.retry_at_ms = 0;
+    pthread_mutex_unlock(&K.mu);
+}
