@@ -20,7 +20,7 @@ static const gpu_backend gpu_backend_inprocess = {
     gpuaes_gpu_description, gpuaes_gpu_started, gpuaes_gpu_state, gpuaes_gpu_run,
     gpuaes_key_new, gpuaes_key_free,
     { gpuaes_ks_window_new, gpuaes_ks_fill, gpuaes_ks_ready, gpuaes_ks_pin, gpuaes_ks_unpin,
-      gpuaes_ks_window_free },
+      gpuaes_ks_window_free, gpuaes_ks_windows },
     gpuaes_gpu_shutdown, inprocess_load
 };
 

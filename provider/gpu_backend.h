@@ -29,6 +29,7 @@ typedef struct gpu_keystream {
     int (*pin)(gpuaes_ks_window *w, const unsigned char **data, char error[160]);
     void (*unpin)(gpuaes_ks_window *w);
     void (*window_free)(gpuaes_ks_window *w);
+    void (*windows)(size_t *windows, size_t *pooled);   /* that exist now; of them pooled */
 } gpu_keystream;
 
 typedef struct gpu_backend {

@@ -857,6 +857,6 @@ const gpu_backend gpu_backend_service = {
     remote_available, remote_wait, remote_start, remote_supports, remote_description,
     remote_started, remote_state, remote_run, remote_key_new, remote_key_free,
     { remote_ks_window_new, remote_ks_fill, remote_ks_ready, remote_ks_pin, remote_ks_unpin,
-      remote_ks_window_free },
+      remote_ks_window_free, remote_ks_windows },
     remote_shutdown, remote_load
 };

@@ -31,6 +31,7 @@ int remote_ks_ready(gpuaes_ks_window *w, char error[160]);
 int remote_ks_pin(gpuaes_ks_window *w, const unsigned char **data, char error[160]);
 void remote_ks_unpin(gpuaes_ks_window *w);
 void remote_ks_window_free(gpuaes_ks_window *w);
+void remote_ks_windows(size_t *windows, size_t *pooled);
 void remote_ks_fork_child(void);       /* the child forgets the parent's connection */
 void remote_ks_shutdown(void);         /* no window exists: closes the connection */
 

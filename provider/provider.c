@@ -362,7 +362,7 @@ static int keystream_get_params(const gpuaes_prov *prov, OSSL_PARAM params[])
     if (p != NULL) {
         size_t windows = 0;
 
-        gpuaes_ks_windows(&windows, NULL);
+        gpu()->ks.windows(&windows, NULL);
         if (!OSSL_PARAM_set_uint64(p, windows))
             return 0;
     }

@@ -272,6 +272,8 @@ gpuaes_ks_window *remote_ks_window_new(size_t cap)
     if (cap == 0 || cap % 16 != 0 || !remote_ready())
         return NULL;
     pthread_mutex_lock(&K.mu);
+    if (K.cur != NULL)
+        pump(K.cur, 1);                /* replies free the slots of windows freed in flight */
     if ((kc = conn_for(cap)) != NULL)
         for (size_t s = 0; s < kc->nslots && w == NULL; s++)
             if ((kc->slots_used & ((uint64_t)1 << s)) == 0 && (w = OPENSSL_zalloc(sizeof(*w))) != NULL) {
@@ -376,6 +378,21 @@ void remote_ks_window_free(gpuaes_ks_window *win)
         window_gone(kc, w);
     }
     pthread_mutex_unlock(&K.mu);
+}
+
+/* Slots held, by windows or by fills of freed ones still in flight (none
+ * is pooled: a slot is free or a window's). */
+void remote_ks_windows(size_t *windows, size_t *pooled)
+{
+    size_t n = 0;
+
+    pthread_mutex_lock(&K.mu);
+    for (const ks_conn *kc = K.all; kc != NULL; kc = kc->next)
+        n += (size_t)__builtin_popcountll(kc->slots_used);
+    pthread_mutex_unlock(&K.mu);
+    *windows = n;
+    if (pooled != NULL)
+        *pooled = 0;
 }
 
 /* The child's copies of the parent's connections are never used (the

@@ -32,6 +32,22 @@ run svc-copy16 GPUAES_GPU_BACKEND=service GPUAES_COPY_THREADS=16
 run svc-copy4 GPUAES_GPU_BACKEND=service GPUAES_COPY_THREADS=4
 run svc-nostream GPUAES_GPU_BACKEND=service GPUAES_COPY_STREAM=0
 run inproc2 GPUAES_GPU_BACKEND=inprocess
+# keystream ahead (16 KiB and 4 KiB CTR updates, one thread) in process and through the service
+for be in inprocess service; do
+  D=$(mktemp -d)/s
+  GPUAES_GPU_START_BYTES=0 GPUAES_GPU_BACKEND=$be GPUAES_SERVICE_PATH=$B/gpuaesd GPUAES_SERVICE_DIR=$D GPUAES_DEBUG=1 \
+    $B/bench/evp_bench --provider-path $B --ciphers AES-128-CTR,AES-256-CTR --dir enc --sizes 4K,16K --threads 1 --repeats 3 --min-time 0.3 --seed 1 \
+    2> $OUT/ks-$be.log | grep -E "^AES" | sed "s/^/ks-$be /" >> $OUT/ks.txt
+  [ -S $D/S.gpuaesd ] && $B/gpuaesd --socket-dir $D --status > $OUT/status-ks-$be.txt 2>&1
+  stop_svc $D
+done
+# the keystream tests on the real GPU through the real service
+D=$(mktemp -d)/s
+( cd build && GPUAES_GPU_BACKEND=service GPUAES_GPU_START_BYTES=0 GPUAES_SERVICE_PATH=$B/gpuaesd GPUAES_SERVICE_DIR=$D GPUAES_SERVICE_TIMEOUT_MS=10000 \
+  timeout 150 ctest -R '^(keystream|keystream_tiny|ks_life_(jump|mixed|final|pool)|overlap_keystream_gpu)$' --output-on-failure > $OUT/ctest-ks-service.log 2>&1; echo "ks service ctest rc=$?"; grep -E "tests passed|Failed" $OUT/ctest-ks-service.log
+  $B/gpuaesd --socket-dir $D --status >> $OUT/ctest-ks-service.log 2>&1 )
+stop_svc $D
 awk '{print $1,$2,$6,$7,$8,$NF}' $OUT/diag.txt
+awk '{print $1,$2,$5,$6,$7,$8,$NF}' $OUT/ks.txt
 grep -h "dma:" $OUT/status-svc.txt $OUT/status-svc-nodma.txt
 echo "total $(( $(date +%s) - t0 )) s"
