@@ -66,6 +66,9 @@ typedef int (*gpuaes_cpu_share_fn)(void *arg, const unsigned char *in, unsigned 
 typedef struct gpuaes_job {
     gpuaes_op op;
     const gpuaes_key *key;
+    /* in == NULL: a keystream job (GPUAES_CTR128 / CTR32 only, no cpu_share):
+     * out = E(ctr), E(ctr + 1), ... (gpuaesd's keystream windows, in a
+     * registered range: DMA'd straight there, no input copied). */
     /* In: CTR counter block of in[0], or CBC/CFB previous ciphertext block.
      * Out: the same for in[done] (counter advanced, or last ciphertext block
      * consumed), so the caller can finish the rest of the job elsewhere. */
