@@ -602,6 +602,7 @@ typedef struct pipe_state {
     unsigned char next_iv[16];         /* and its state */
     size_t bytes_in_flight;
     int stop;                          /* a piece was not OK: post and copy in no more */
+    uint64_t ns_in, ns_out, ns_wait;   /* GPUAES_DEBUG: where a job's time went */
 } pipe_state;
 
 static unsigned char *slot_of(pipe_state *ps, size_t n)
@@ -734,16 +735,28 @@ static int pipeline(pipe_state *ps)
                 break;
             }
         if (!failed && ps->n_out < ps->n_sent && ps->p[ps->n_out % ps->w].replied) {
+            uint64_t t = mono_ns();
+
             failed = copy_out(ps) != 0;
+            ps->ns_out += mono_ns() - t;
             continue;
         }
         if (!ps->stop && ps->next_off < job->len && ps->n_in - ps->n_out < ps->w) {
+            uint64_t t = mono_ns();
+
             copy_in(ps);
+            ps->ns_in += mono_ns() - t;
             continue;
         }
         if (gpuaesd_inflight(ps->c) == 0)
             break;                     /* all out; or failed, and the rest drained */
-        if (gpuaesd_wait_any(ps->c, &rep, (int)(R.timeout_ms + ps->bytes_in_flight / 1000000)) != 0)
+        {
+            uint64_t t = mono_ns();
+
+            rc = gpuaesd_wait_any(ps->c, &rep, (int)(R.timeout_ms + ps->bytes_in_flight / 1000000));
+            ps->ns_wait += mono_ns() - t;
+        }
+        if (rc != 0)
             return -1;
         record(ps, &rep);
     }
@@ -801,6 +814,7 @@ static void remote_run(gpuaes_job *job)
     ps->chunk = R.chunk < segn ? R.chunk : segn;
     ps->w = segn / ps->chunk < PIECES_MAX ? segn / ps->chunk : PIECES_MAX;
     memcpy(ps->next_iv, job->iv, 16);
+    uint64_t t0 = mono_ns();
     if (pipeline(ps) != 0) {
         snprintf(job->error, sizeof(job->error), "gpuaesd gone or no answer within %u ms + 1 ms/MB",
                  R.timeout_ms);
@@ -811,6 +825,10 @@ static void remote_run(gpuaes_job *job)
     }
     if (job->status == GPUAES_OK)
         job->cpu_from = job->done;
+    if (gpuaes_debug_enabled())
+        gpuaes_debug("service job of %zu bytes: %.3f ms (copy in %.3f, copy out %.3f, waiting %.3f), %zu pieces",
+                     job->len, (double)(mono_ns() - t0) / 1e6, (double)ps->ns_in / 1e6,
+                     (double)ps->ns_out / 1e6, (double)ps->ns_wait / 1e6, ps->n_in);
     OPENSSL_clear_free(ps, sizeof(*ps));
 }
 
