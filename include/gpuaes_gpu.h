@@ -274,6 +274,20 @@ void gpuaes_gpu_shutdown(void);
 void gpuaes_host_copy(void *dst, const void *src, size_t n, int stream);
 void gpuaes_host_copy_stop(void);
 
+/*
+ * The same, begun on the copy pool's threads and ended later, so that the
+ * caller can do something else meanwhile (the service backend copies a
+ * piece in while the one before is copied out).  dst = src, or src ^ ks
+ * when ks is not NULL (n bytes each; dst may equal src).  end waits for
+ * the copy, copying what no thread has begun, and frees the task.  A NULL
+ * task (out of memory) means the copy is done already; end(NULL) does
+ * nothing.  Every begun copy must be ended before its buffers go.
+ */
+typedef struct gpuaes_host_copy_task gpuaes_host_copy_task;
+gpuaes_host_copy_task *gpuaes_host_copy_begin(void *dst, const void *src, const void *ks, size_t n,
+                                              int stream);
+void gpuaes_host_copy_end(gpuaes_host_copy_task *task);
+
 /* ---- Keystream ahead: asynchronous CTR keystream windows (cuda/ks_windows.cu) ----
  *
  * A window is a pinned host buffer (and its device twin) that the GPU fills

@@ -29,14 +29,13 @@ _Atomic(const gpu_backend *) gpu_backend_in_use = &gpu_backend_inprocess;
 static pthread_mutex_t choose_lock = PTHREAD_MUTEX_INITIALIZER;
 static int chosen;
 
-void gpu_backend_select(gpu_backend_kind kind, int disable_gpu, unsigned timeout_ms, size_t chunk,
-                        unsigned connect_wait_ms)
+void gpu_backend_select(gpu_backend_kind kind, const gpu_remote_settings *remote)
 {
     pthread_mutex_lock(&choose_lock);
     if (!chosen) {
         chosen = 1;
         if (kind == GPU_BACKEND_SERVICE) {
-            gpu_remote_configure(disable_gpu, timeout_ms, chunk, connect_wait_ms);
+            gpu_remote_configure(remote);
             atomic_store(&gpu_backend_in_use, &gpu_backend_service);
         }
         gpuaes_debug("GPU backend: %s", atomic_load(&gpu_backend_in_use)->name);

@@ -59,15 +59,22 @@ typedef struct gpu_backend {
 
 extern _Atomic(const gpu_backend *) gpu_backend_in_use;
 
-/* The first call in a process chooses; later ones keep that choice.
- * disable_gpu: the service backend never starts or connects. */
-void gpu_backend_select(gpu_backend_kind kind, int disable_gpu, unsigned timeout_ms, size_t chunk,
-                        unsigned connect_wait_ms);
+/* The service backend's knobs (README, "Knobs"; docs/SERVICE.md). */
+typedef struct gpu_remote_settings {
+    int disable_gpu;                   /* never start or connect */
+    unsigned timeout_ms;               /* service_timeout_ms */
+    size_t chunk;                      /* service_chunk */
+    unsigned connect_wait_ms;          /* service_connect_wait_ms */
+    int ctr_keystream;                 /* service_ctr_keystream */
+} gpu_remote_settings;
+
+/* The first call in a process chooses; later ones keep that choice. */
+void gpu_backend_select(gpu_backend_kind kind, const gpu_remote_settings *remote);
 gpu_backend_kind gpu_backend_kind_in_use(void);
 
 /* gpu_remote.c */
 extern const gpu_backend gpu_backend_service;
-void gpu_remote_configure(int disable_gpu, unsigned timeout_ms, size_t chunk, unsigned connect_wait_ms);
+void gpu_remote_configure(const gpu_remote_settings *s);
 /* remote_keystream.c: the keystream segment's bound (keystream_total_bytes,
  * and the windows keystream_max_contexts contexts hold at most). */
 void gpu_remote_ks_limit(size_t total_bytes, size_t windows_max);

@@ -56,6 +56,7 @@ static struct {
     unsigned timeout_ms;               /* a wait's bound: this + the bytes in flight at 1 GB/s */
     size_t chunk;                      /* service_chunk: a job's pieces */
     unsigned first_wait_ms;            /* service_connect_wait_ms */
+    int ctr_keystream;                 /* service_ctr_keystream: CTR jobs as keystream + XOR */
     _Atomic long long retry_at;        /* R_DOWN: no new start before (ms) */
     long long backoff;
     unsigned gen;                      /* bumped when the service is lost */
@@ -67,7 +68,7 @@ static struct {
     char path[PATH_MAX];               /* gpuaesd, or "" (connect only) */
     char dir[108];                     /* GPUAES_SERVICE_DIR, or "" (the default) */
     char why[160];                     /* the last start's failure */
-} R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, R_IDLE, 0, 100, (size_t)4 << 20, 3, 0,
+} R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, R_IDLE, 0, 100, (size_t)4 << 20, 3, 1, 0,
         BACKOFF_MIN_MS, 0, { { 0 } }, 0, 0, { 0 }, 0, 0, "", "", "" };
 
 /* The published load (below, "The service's published load"). */
@@ -171,14 +172,15 @@ static void find_service(void)
     R.path[0] = '\0';
 }
 
-void gpu_remote_configure(int disable_gpu, unsigned timeout_ms, size_t chunk, unsigned connect_wait_ms)
+void gpu_remote_configure(const gpu_remote_settings *s)
 {
     const char *dir = getenv("GPUAES_SERVICE_DIR");
 
-    R.disabled = disable_gpu;
-    R.timeout_ms = timeout_ms;
-    R.first_wait_ms = connect_wait_ms;
-    R.chunk = chunk / 4096 * 4096 != 0 ? chunk / 4096 * 4096 : 4096;   /* slots page-aligned */
+    R.disabled = s->disable_gpu;
+    R.timeout_ms = s->timeout_ms;
+    R.first_wait_ms = s->connect_wait_ms;
+    R.ctr_keystream = s->ctr_keystream;
+    R.chunk = s->chunk / 4096 * 4096 != 0 ? s->chunk / 4096 * 4096 : 4096;   /* slots page-aligned */
     snprintf(R.dir, sizeof(R.dir), "%s", dir != NULL ? dir : "");
     find_service();
     pthread_atfork(at_fork_prepare, NULL, at_fork_child);
@@ -588,6 +590,7 @@ typedef struct piece {
     uint64_t id;                       /* its request's */
     int replied;
     gpuaesd_job_reply rep;
+    gpuaes_host_copy_task *out_task;   /* its copy out, begun and not ended yet */
 } piece;
 
 typedef struct pipe_state {
@@ -597,7 +600,8 @@ typedef struct pipe_state {
     unsigned char *seg;
     size_t chunk, w;                   /* slot size, slots */
     piece p[PIECES_MAX];               /* piece n is p[n % w] */
-    size_t n_in, n_sent, n_out;        /* pieces copied in, posted, copied out */
+    size_t n_in, n_sent, n_out, n_free; /* pieces copied in, posted, copying out, slot free again */
+    int keystream;                     /* CTR: the service makes keystream, the copy out XORs it */
     size_t next_off;                   /* the next piece's offset */
     unsigned char next_iv[16];         /* and its state */
     size_t bytes_in_flight;
@@ -621,7 +625,7 @@ static void advance_state(gpuaes_op op, unsigned char iv[16], const unsigned cha
     }
 }
 
-/* Copies the next piece into its slot. */
+/* Copies the next piece into its slot (CTR as keystream: nothing to copy). */
 static void copy_in(pipe_state *ps)
 {
     gpuaes_job *job = ps->job;
@@ -633,7 +637,8 @@ static void copy_in(pipe_state *ps)
     p->len = job->len - p->off < want ? job->len - p->off : want;
     p->replied = 0;
     memcpy(p->iv, ps->next_iv, 16);
-    gpuaes_host_copy(slot_of(ps, n), job->in + p->off, p->len, 0);
+    if (!ps->keystream)
+        gpuaes_host_copy(slot_of(ps, n), job->in + p->off, p->len, 0);
     advance_state(job->op, ps->next_iv, job->in + p->off, p->len);
     ps->next_off += p->len;
     ps->n_in++;
@@ -648,7 +653,8 @@ static int post_next(pipe_state *ps)
     int rc;
 
     memset(&req, 0, sizeof(req));
-    req.op = wire_op(job->op);
+    req.op = !ps->keystream ? wire_op(job->op)
+           : job->op == GPUAES_CTR128 ? GPUAESD_OP_KEYSTREAM128 : GPUAESD_OP_KEYSTREAM32;
     req.keylen = (uint32_t)ps->k->keylen;
     memcpy(req.key, ps->k->key, ps->k->keylen);
     memcpy(req.iv, p->iv, 16);
@@ -684,7 +690,8 @@ static void record(pipe_state *ps, const gpuaesd_job_reply *rep)
     }
 }
 
-/* The head piece has its reply: its done bytes go out, the state and GCM's
+/* The head piece has its reply: its done bytes begin to go out (the slot
+ * stays taken until that copy is ended: end_copy_out), the state and GCM's
  * Y(A || B) = Y(A) * H^blocks(B) + Y(B) move on.  0 when it was all done. */
 static int copy_out(pipe_state *ps)
 {
@@ -692,8 +699,11 @@ static int copy_out(pipe_state *ps)
     piece *p = &ps->p[ps->n_out % ps->w];
     size_t done = (size_t)p->rep.done;
 
+    p->out_task = NULL;
     if (done > 0) {
-        gpuaes_host_copy(job->out + p->off, slot_of(ps, ps->n_out), done, 1);
+        p->out_task = gpuaes_host_copy_begin(job->out + p->off,
+                                             ps->keystream ? job->in + p->off : slot_of(ps, ps->n_out),
+                                             ps->keystream ? slot_of(ps, ps->n_out) : NULL, done, 1);
         if (is_gcm(job->op)) {
             unsigned char hm[16];
 
@@ -707,10 +717,16 @@ static int copy_out(pipe_state *ps)
         job->done = p->off + done;
     }
     OPENSSL_cleanse(&p->rep.iv, sizeof(p->rep.iv) * 3);
-    if (p->rep.status != GPUAESD_OK)
-        return -1;
-    ps->n_out++;
-    return 0;
+    ps->n_out++;                       /* begun: end_copy_out ends it */
+    return p->rep.status != GPUAESD_OK ? -1 : 0;
+}
+
+/* Ends the oldest copy out (helping it): its slot is free again. */
+static void end_copy_out(pipe_state *ps)
+{
+    gpuaes_host_copy_end(ps->p[ps->n_free % ps->w].out_task);
+    ps->p[ps->n_free % ps->w].out_task = NULL;
+    ps->n_free++;
 }
 
 /* Runs the job through connection r.  0: over (job->status set, r still
@@ -721,52 +737,55 @@ static int pipeline(pipe_state *ps)
     gpuaes_job *job = ps->job;
     gpuaesd_job_reply rep;
     unsigned inflight_max = gpuaesd_max_inflight(ps->c);
-    int failed = 0, rc;
+    int failed = 0, rc = 0;
+    uint64_t t;
 
     for (;;) {
         while ((rc = gpuaesd_poll_reply(ps->c, &rep)) == 1)
             record(ps, &rep);
         if (rc < 0)
-            return -1;
+            break;
         while (!ps->stop && ps->n_sent < ps->n_in && gpuaesd_inflight(ps->c) < inflight_max)
-            if ((rc = post_next(ps)) != 0) {
-                if (rc < 0)
-                    return -1;
+            if ((rc = post_next(ps)) != 0)
                 break;
-            }
+        if (rc < 0)
+            break;
+        rc = 0;
+        t = mono_ns();
         if (!failed && ps->n_out < ps->n_sent && ps->p[ps->n_out % ps->w].replied) {
-            uint64_t t = mono_ns();
-
             failed = copy_out(ps) != 0;
             ps->ns_out += mono_ns() - t;
             continue;
         }
-        if (!ps->stop && ps->next_off < job->len && ps->n_in - ps->n_out < ps->w) {
-            uint64_t t = mono_ns();
-
-            copy_in(ps);
+        if (!ps->stop && ps->next_off < job->len && ps->n_in - ps->n_free < ps->w) {
+            copy_in(ps);               /* while the pool copies the piece before out */
             ps->ns_in += mono_ns() - t;
+            continue;
+        }
+        if (ps->n_free < ps->n_out) {  /* nothing else to do: help the oldest copy out */
+            end_copy_out(ps);
+            ps->ns_out += mono_ns() - t;
             continue;
         }
         if (gpuaesd_inflight(ps->c) == 0)
             break;                     /* all out; or failed, and the rest drained */
-        {
-            uint64_t t = mono_ns();
-
-            rc = gpuaesd_wait_any(ps->c, &rep, (int)(R.timeout_ms + ps->bytes_in_flight / 1000000));
-            ps->ns_wait += mono_ns() - t;
-        }
+        rc = gpuaesd_wait_any(ps->c, &rep, (int)(R.timeout_ms + ps->bytes_in_flight / 1000000));
+        ps->ns_wait += mono_ns() - t;
         if (rc != 0)
-            return -1;
+            break;
         record(ps, &rep);
     }
+    while (ps->n_free < ps->n_out)     /* before the segment can go (lost() unmaps it) */
+        end_copy_out(ps);
     OPENSSL_cleanse(&rep, sizeof(rep));
+    if (rc < 0)
+        return -1;
     if (!failed) {
         job->status = GPUAES_OK;
         return 0;
     }
     {
-        const piece *p = &ps->p[ps->n_out % ps->w];
+        const piece *p = &ps->p[(ps->n_out - 1) % ps->w];   /* the one that was not OK */
         uint32_t st = p->rep.status;
 
         if (job->done == 0 && st == GPUAESD_BUSY) {
@@ -814,6 +833,9 @@ static void remote_run(gpuaes_job *job)
     ps->chunk = R.chunk < segn ? R.chunk : segn;
     ps->w = segn / ps->chunk < PIECES_MAX ? segn / ps->chunk : PIECES_MAX;
     memcpy(ps->next_iv, job->iv, 16);
+    /* CTR: the service writes the keystream into the slots (no copy in, PCIe
+     * one way) and the copy out XORs it into out[]: one host pass. */
+    ps->keystream = R.ctr_keystream && (job->op == GPUAES_CTR128 || job->op == GPUAES_CTR32);
     uint64_t t0 = mono_ns();
     if (pipeline(ps) != 0) {
         snprintf(job->error, sizeof(job->error), "gpuaesd gone or no answer within %u ms + 1 ms/MB",

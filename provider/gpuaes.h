@@ -107,6 +107,7 @@ typedef struct gpuaes_prov {
     int service_timeout_ms;                /* service_timeout_ms: a job's bound, plus 1 ms per MB */
     size_t service_chunk;                  /* service_chunk: the pieces a job goes to gpuaesd in */
     int service_connect_wait_ms;           /* the first call's wait for a running service */
+    int service_ctr_keystream;             /* CTR jobs through the service as keystream + XOR */
     gpuaes_gpu_settings gpu;               /* the GPU layer's knobs (gpuaes_gpu_configure) */
 } gpuaes_prov;
 

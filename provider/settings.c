@@ -133,6 +133,9 @@ static const knob knobs[] = {
      * long for it (gpu_remote.c, remote_start). */
     COUNT_KNOB("service_connect_wait_ms", "GPUAES_SERVICE_CONNECT_WAIT_MS", 0, 1000, 3,
                PROV(service_connect_wait_ms)),
+    /* CTR jobs through the service as keystream, XORed on the copy out: one
+     * host pass instead of a copy in and a copy out (gpu_remote.c). */
+    BOOL_KNOB("service_ctr_keystream", "GPUAES_SERVICE_CTR_KEYSTREAM", 1, PROV(service_ctr_keystream)),
     /* Whose default provider does the CPU work (fallback.c). */
     { "fallback", "GPUAES_FALLBACK", KNOB_ENUM, FALLBACK_PRIVATE, FALLBACK_APPLICATION,
       FALLBACK_APPLICATION, NULL, fallback_names, PROV(fallback_want) },

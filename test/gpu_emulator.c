@@ -266,6 +266,27 @@ void gpuaes_host_copy_stop(void)
 {
 }
 
+/* Done at once: the emulator has no copy threads. */
+gpuaes_host_copy_task *gpuaes_host_copy_begin(void *dst, const void *src, const void *ks, size_t n, int stream)
+{
+    unsigned char *d = dst;
+    const unsigned char *s = src, *k = ks;
+
+    (void)stream;
+    if (k == NULL) {
+        memmove(d, s, n);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            d[i] = s[i] ^ k[i];
+    }
+    return NULL;
+}
+
+void gpuaes_host_copy_end(gpuaes_host_copy_task *task)
+{
+    (void)task;
+}
+
 
 /* The emulator's own library context: made on first use, freed at shutdown. */
 static OSSL_LIB_CTX *emu_libctx;

@@ -86,6 +86,11 @@ gpuaes_test(NAME bad_input_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 120)
 gpuaes_test(NAME fork_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_fork> --gpu
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 120)
+# CTR jobs copied in and out like the other modes (service_ctr_keystream off).
+gpuaes_test(NAME diff_service_ctrcopy_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
+  --threads 4 --iterations 8 --max-bytes 3M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small}
+  GPUAES_SERVICE_CTR_KEYSTREAM=0 TIMEOUT 120)
 # The service's DMA registration fails for every client: served through
 # staging, every output still right.
 gpuaes_test(NAME diff_service_noreg_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
