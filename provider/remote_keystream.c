@@ -41,6 +41,7 @@
 #define RETRY_MS 1000                  /* after a connection failed or was lost */
 #define BUSY_HOLD_MS 20                /* a fill answered BUSY is sent again after this */
 #define POST_MS 10                     /* a request the socket does not take in this: lost */
+#define FREE_WAIT_NS 2000000LL         /* a freed window's fill in flight is waited for this long */
 
 enum { W_IDLE, W_QUEUED, W_INFLIGHT, W_READY, W_FAILED };
 
@@ -369,6 +370,18 @@ void remote_ks_window_free(gpuaes_ks_window *win)
         return;
     pthread_mutex_lock(&K.mu);
     kc = w->kc;
+    /* As in process, a fill in flight is waited for, so that the next
+     * context finds the slot free; but only briefly (a hung service's fill
+     * is left to its reply or to the connection's end). */
+    for (long long until = mono_ns() + FREE_WAIT_NS;
+         atomic_load(&w->state) == W_INFLIGHT && mono_ns() < until;) {
+        pump(kc, 1);
+        if (atomic_load(&w->state) == W_INFLIGHT) {
+            pthread_mutex_unlock(&K.mu);
+            nanosleep(&(struct timespec){ 0, 10000 }, NULL);
+            pthread_mutex_lock(&K.mu);
+        }
+    }
     if (atomic_load(&w->state) == W_INFLIGHT) {
         w->orphan = 1;                 /* slot and window go at its reply, or with the connection */
     } else {
