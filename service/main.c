@@ -253,6 +253,15 @@ int main(int argc, char **argv)
     const long keep_s = idle_s == 0 || idle_s > 3600 ? 3600 : idle_s;   /* 0: never exits */
     if (keep_s * 1000 > (long)gs.idle_release_ms)
         gs.idle_release_ms = (unsigned)keep_s * 1000;
+    /* A/B switches for measurements (as GPUAESD_DMA): the layer's staging
+     * chunk (MiB) and lanes, out-of-range values ignored. */
+    const char *chunk_mb = getenv("GPUAESD_STAGING_CHUNK_MB"), *lanes = getenv("GPUAESD_STAGING_LANES");
+    if (chunk_mb != NULL && strtoul(chunk_mb, NULL, 10) >= 1
+        && (size_t)strtoul(chunk_mb, NULL, 10) << 20 <= GPUAES_STAGING_CHUNK_MAX)
+        gs.staging_chunk = (size_t)strtoul(chunk_mb, NULL, 10) << 20;
+    if (lanes != NULL && strtol(lanes, NULL, 10) >= GPUAES_STAGING_LANES_MIN
+        && strtol(lanes, NULL, 10) <= GPUAES_STAGING_LANES_MAX)
+        gs.staging_lanes = (int)strtol(lanes, NULL, 10);
     gpuaes_gpu_configure(&gs);
     gpuaesd_warm_start(per_client);    /* the GPU's start-up and warm-up; jobs get BUSY until both are over */
     gpuaesd_log("serving %s (idle exit %ld s)", dir, idle_s);
