@@ -830,12 +830,17 @@ static void remote_run(gpuaes_job *job)
     ps->k = (const remote_key *)job->key;
     ps->c = r.c;
     ps->seg = gpuaesd_segment(r.c, &segn);
-    ps->chunk = R.chunk < segn ? R.chunk : segn;
+    /* CTR: the service writes the keystream into the slots (no copy in, PCIe
+     * one way) and the copy out XORs it into out[]: one host pass, in pieces
+     * of half service_chunk (H200, one thread 64 MiB: 4 MiB pieces 29-30
+     * GB/s, 8 MiB 25-29, 16 MiB 22-23; copies in and out: 8 MiB 25, 4 MiB
+     * 15-19, 16 MiB 22: bench/results/2026-11-24-h200/s26-e). */
+    ps->keystream = R.ctr_keystream && (job->op == GPUAES_CTR128 || job->op == GPUAES_CTR32);
+    ps->chunk = ps->keystream && R.chunk >= 8192 ? R.chunk / 2 / 4096 * 4096 : R.chunk;
+    if (ps->chunk > segn)
+        ps->chunk = segn;
     ps->w = segn / ps->chunk < PIECES_MAX ? segn / ps->chunk : PIECES_MAX;
     memcpy(ps->next_iv, job->iv, 16);
-    /* CTR: the service writes the keystream into the slots (no copy in, PCIe
-     * one way) and the copy out XORs it into out[]: one host pass. */
-    ps->keystream = R.ctr_keystream && (job->op == GPUAES_CTR128 || job->op == GPUAES_CTR32);
     uint64_t t0 = mono_ns();
     if (pipeline(ps) != 0) {
         snprintf(job->error, sizeof(job->error), "gpuaesd gone or no answer within %u ms + 1 ms/MB",

@@ -127,7 +127,7 @@ static const knob knobs[] = {
                PROV(service_timeout_ms)),
     /* A job goes to the service in pieces of this size, pipelined
      * (gpu_remote.c): copy-in, service and copy-out of different pieces overlap. */
-    SIZE_KNOB("service_chunk", "GPUAES_SERVICE_CHUNK", 64 * K_, 64 * K_ * K_, 16 * K_ * K_,
+    SIZE_KNOB("service_chunk", "GPUAES_SERVICE_CHUNK", 64 * K_, 64 * K_ * K_, 8 * K_ * K_,
               PROV(service_chunk)),
     /* The call that starts the connection to a running service waits this
      * long for it (gpu_remote.c, remote_start). */
