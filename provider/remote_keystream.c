@@ -76,7 +76,9 @@ static struct {
     long long retry_at_ms;
     long long polled_ns;
     size_t total, windows_max;         /* gpu_remote_ks_limit */
-} K = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, (size_t)256 << 20, 6 };
+    /* GPUAES_DEBUG, at shutdown: fills, BUSY answers, socket polls, time freed windows waited */
+    unsigned long long fills, busy, polls, free_wait_ns;
+} K = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, (size_t)256 << 20, 6, 0, 0, 0, 0 };
 
 static long long mono_ns(void)
 {
@@ -175,6 +177,7 @@ static void pump(ks_conn *kc, int force)
     if (!force && now_ns - K.polled_ns < POLL_NS)
         return;
     K.polled_ns = now_ns;
+    K.polls++;
     while (kc->inflight > 0 && (rc = gpuaesd_poll_reply(kc->c, &rep)) != 0) {
         rwin *w = NULL;
 
@@ -193,6 +196,7 @@ static void pump(ks_conn *kc, int force)
         if (rep.status == GPUAESD_OK) {
             fill_over(kc, w, W_READY, NULL);
         } else if (rep.status == GPUAESD_BUSY && !w->orphan) {
+            K.busy++;
             if (--kc->inflight == 0)
                 remote_count_conn(0, -1);
             kc->queued++;
@@ -262,6 +266,7 @@ static ks_conn *conn_for(size_t cap)
     K.all = kc;
     K.cur = kc;
     remote_count_conn(1, 0);
+    gpuaes_debug("keystream connection to gpuaesd: %zu slots of %zu bytes", n, slot_size);
     return kc;
 }
 
@@ -319,6 +324,7 @@ gpuaes_status remote_ks_fill(gpuaes_ks_window *win, const gpuaes_key *key, const
     atomic_store(&w->state, W_QUEUED);
     kc->waiting[w->slot] = w;
     kc->queued++;
+    K.fills++;
     pump(kc, 1);
     pthread_mutex_unlock(&K.mu);
     return GPUAES_OK;
@@ -373,7 +379,8 @@ void remote_ks_window_free(gpuaes_ks_window *win)
     /* As in process, a fill in flight is waited for, so that the next
      * context finds the slot free; but only briefly (a hung service's fill
      * is left to its reply or to the connection's end). */
-    for (long long until = mono_ns() + FREE_WAIT_NS;
+    long long waited = mono_ns();
+    for (long long until = waited + FREE_WAIT_NS;
          atomic_load(&w->state) == W_INFLIGHT && mono_ns() < until;) {
         pump(kc, 1);
         if (atomic_load(&w->state) == W_INFLIGHT) {
@@ -382,6 +389,7 @@ void remote_ks_window_free(gpuaes_ks_window *win)
             pthread_mutex_lock(&K.mu);
         }
     }
+    K.free_wait_ns += (unsigned long long)(mono_ns() - waited);
     if (atomic_load(&w->state) == W_INFLIGHT) {
         w->orphan = 1;                 /* slot and window go at its reply, or with the connection */
     } else {
@@ -453,6 +461,9 @@ void remote_ks_fork_child(void)
 void remote_ks_shutdown(void)
 {
     pthread_mutex_lock(&K.mu);
+    if (K.fills > 0)
+        gpuaes_debug("keystream through gpuaesd: %llu fills, %llu answered BUSY, %llu polls, freed windows "
+                     "waited %.3f ms", K.fills, K.busy, K.polls, (double)K.free_wait_ns / 1e6);
     if (K.cur != NULL)
         kill_conn(K.cur, "unloaded");
     K.retry_at_ms = 0;
