@@ -270,6 +270,8 @@ static unsigned remote_load(gpuaes_op op, uint64_t *ns_per_byte, unsigned *procs
 static void *starter_main(void *arg)
 {
     char why[160] = "";
+
+    gpuaes_debug("service: connecting in the background");
     gpuaesd_conn *c = gpuaesd_connect(R.dir[0] ? R.dir : NULL, R.path[0] ? R.path : NULL, SEGMENT,
                                       START_MS, why, sizeof(why));
 
@@ -879,6 +881,7 @@ static void remote_key_free(gpuaes_key *key)
  * joined (bounded by START_MS) before the module can be unloaded. */
 static void remote_shutdown(void)
 {
+    gpuaes_debug("service backend: shutting down");
     pthread_mutex_lock(&R.mu);
     while (atomic_load(&R.state) == R_STARTING)
         pthread_cond_wait(&R.cv, &R.mu);
@@ -895,6 +898,7 @@ static void remote_shutdown(void)
     pthread_mutex_unlock(&R.mu);
     remote_ks_shutdown();
     gpuaes_host_copy_stop();           /* the copy threads: none may run once the module goes */
+    gpuaes_debug("service backend: shut down");
 }
 
 const gpu_backend gpu_backend_service = {

@@ -77,8 +77,8 @@ static struct {
     long long polled_ns;
     size_t total, windows_max;         /* gpu_remote_ks_limit */
     /* GPUAES_DEBUG, at shutdown: fills, BUSY answers, socket polls, time freed windows waited */
-    unsigned long long fills, busy, polls, free_wait_ns;
-} K = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, (size_t)256 << 20, 6, 0, 0, 0, 0 };
+    unsigned long long fills, fills_ready, busy, polls, free_wait_ns;
+} K = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, (size_t)256 << 20, 6, 0, 0, 0, 0, 0 };
 
 static long long mono_ns(void)
 {
@@ -194,6 +194,8 @@ static void pump(ks_conn *kc, int force)
             return;
         }
         if (rep.status == GPUAESD_OK) {
+            if (K.fills_ready++ == 0)
+                gpuaes_debug("keystream through gpuaesd: the first fill is ready");
             fill_over(kc, w, W_READY, NULL);
         } else if (rep.status == GPUAESD_BUSY && !w->orphan) {
             K.busy++;
@@ -252,6 +254,7 @@ static ks_conn *conn_for(size_t cap)
         n = SLOTS_MAX;
     if (n == 0 || mono_ms() < K.retry_at_ms || (kc = OPENSSL_zalloc(sizeof(*kc))) == NULL)
         return NULL;
+    gpuaes_debug("keystream connection to gpuaesd: connecting");
     kc->c = gpuaesd_connect(remote_socket_dir(), NULL, n * slot_size, DIAL_MS, why, sizeof(why));
     if (kc->c == NULL) {
         gpuaes_debug("no keystream connection to gpuaesd (%s): CPU", why);
