@@ -376,6 +376,7 @@ static int remote_available(void) { return up_or_start(0); }
 int remote_ready(void) { return up_or_start(0); }
 const char *remote_socket_dir(void) { return R.dir[0] ? R.dir : NULL; }
 unsigned remote_timeout_ms(void) { return R.timeout_ms; }
+unsigned remote_connect_wait_ms(void) { return R.first_wait_ms; }
 
 void remote_count_conn(int open_delta, int busy_delta)
 {

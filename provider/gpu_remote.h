@@ -19,6 +19,7 @@ typedef struct remote_key {
 int remote_ready(void);                /* connected, and the service's GPU up and warm */
 const char *remote_socket_dir(void);   /* NULL: the default */
 unsigned remote_timeout_ms(void);      /* service_timeout_ms */
+unsigned remote_connect_wait_ms(void); /* service_connect_wait_ms */
 /* This process's connections open and busy, as the published load counts
  * them among its clients (dispatch subtracts its own). */
 void remote_count_conn(int open_delta, int busy_delta);

@@ -24,6 +24,7 @@
  */
 #define _POSIX_C_SOURCE 200809L      /* clock_gettime */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,14 +72,19 @@ struct ks_conn {
 
 static struct {
     pthread_mutex_t mu;
+    pthread_cond_t dialled;            /* a dial is over */
     ks_conn *cur;                      /* the live connection, or NULL */
     ks_conn *all;                      /* every one not closed yet, cur and dead ones */
     long long retry_at_ms;
     long long polled_ns;
     size_t total, windows_max;         /* gpu_remote_ks_limit */
+    pthread_t dial;                    /* dial_main */
+    int dialing, dial_joinable;
+    size_t dial_slot, dial_n;
     /* GPUAES_DEBUG, at shutdown: fills, BUSY answers, socket polls, time freed windows waited */
     unsigned long long fills, fills_ready, busy, polls, free_wait_ns;
-} K = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, (size_t)256 << 20, 6, 0, 0, 0, 0, 0 };
+} K = { .mu = PTHREAD_MUTEX_INITIALIZER, .dialled = PTHREAD_COND_INITIALIZER, .total = (size_t)256 << 20,
+        .windows_max = 6 };
 
 static long long mono_ns(void)
 {
@@ -237,40 +243,102 @@ static void pump(ks_conn *kc, int force)
     }
 }
 
-/* Under K.mu: the live connection, made if need be (never starting a
- * service: gpu_remote.c does that). */
+/* The dial of the keystream connection, on a thread of its own: a
+ * service registering another client's segment holds its mmap lock, and a
+ * hello to it then waits tens of ms (measured on the H200: 33 ms, inside a
+ * 4 KiB update of `openssl enc`); no caller waits for that. */
+static void *dial_main(void *arg)
+{
+    size_t slot_size = K.dial_slot, n = K.dial_n;
+    char why[160];
+    gpuaesd_conn *c;
+    ks_conn *kc;
+
+    (void)arg;
+    c = gpuaesd_connect(remote_socket_dir(), NULL, n * slot_size, DIAL_MS, why, sizeof(why));
+    pthread_mutex_lock(&K.mu);
+    pthread_cond_broadcast(&K.dialled);
+    if (c != NULL && (kc = OPENSSL_zalloc(sizeof(*kc))) != NULL) {
+        kc->c = c;
+        kc->seg = gpuaesd_segment(c, NULL);
+        kc->slot_size = slot_size;
+        kc->nslots = n;
+        kc->next = K.all;
+        K.all = kc;
+        K.cur = kc;
+        remote_count_conn(1, 0);
+        gpuaes_debug("keystream connection to gpuaesd: %zu slots of %zu bytes", n, slot_size);
+    } else {
+        gpuaesd_close(c);
+        gpuaes_debug("no keystream connection to gpuaesd (%s): CPU", c != NULL ? "out of memory" : why);
+        K.retry_at_ms = mono_ms() + RETRY_MS;
+    }
+    K.dialing = 0;
+    pthread_mutex_unlock(&K.mu);
+    return NULL;
+}
+
+/* Under K.mu: the dial thread is over (joined), or there is none. */
+static void dial_join_locked(void)
+{
+    while (K.dial_joinable && K.dialing) {
+        pthread_mutex_unlock(&K.mu);
+        nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+        pthread_mutex_lock(&K.mu);
+    }
+    if (K.dial_joinable) {
+        pthread_join(K.dial, NULL);
+        K.dial_joinable = 0;
+    }
+}
+
+/* Under K.mu: the live connection; else a dial begun in the background
+ * (never starting a service: gpu_remote.c does that), and NULL for now. */
 static ks_conn *conn_for(size_t cap)
 {
     size_t slot_size = (cap + 4095) / 4096 * 4096, n;
-    char why[160];
-    ks_conn *kc = K.cur;
+    sigset_t all, old;
 
-    if (kc != NULL)
-        return cap <= kc->slot_size ? kc : NULL;
+    if (K.cur != NULL)
+        return cap <= K.cur->slot_size ? K.cur : NULL;
     n = K.total / slot_size;
     if (n > K.windows_max)
         n = K.windows_max;
     if (n > SLOTS_MAX)
         n = SLOTS_MAX;
-    if (n == 0 || mono_ms() < K.retry_at_ms || (kc = OPENSSL_zalloc(sizeof(*kc))) == NULL)
+    if (n == 0 || K.dialing || mono_ms() < K.retry_at_ms)
         return NULL;
-    gpuaes_debug("keystream connection to gpuaesd: connecting");
-    kc->c = gpuaesd_connect(remote_socket_dir(), NULL, n * slot_size, DIAL_MS, why, sizeof(why));
-    if (kc->c == NULL) {
-        gpuaes_debug("no keystream connection to gpuaesd (%s): CPU", why);
+    dial_join_locked();                /* the last one, over */
+    K.dial_slot = slot_size;
+    K.dial_n = n;
+    K.dialing = 1;
+    gpuaes_debug("keystream connection to gpuaesd: dialling");
+    sigfillset(&all);                  /* the application's handlers run on its own threads */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    K.dial_joinable = pthread_create(&K.dial, NULL, dial_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!K.dial_joinable) {
+        K.dialing = 0;
         K.retry_at_ms = mono_ms() + RETRY_MS;
-        OPENSSL_free(kc);
         return NULL;
     }
-    kc->seg = gpuaesd_segment(kc->c, NULL);
-    kc->slot_size = slot_size;
-    kc->nslots = n;
-    kc->next = K.all;
-    K.all = kc;
-    K.cur = kc;
-    remote_count_conn(1, 0);
-    gpuaes_debug("keystream connection to gpuaesd: %zu slots of %zu bytes", n, slot_size);
-    return kc;
+    /* As the job connection's first call: a running service answers well
+     * within service_connect_wait_ms (3); one busy registering does not. */
+    {
+        struct timespec until;
+        unsigned ms = remote_connect_wait_ms();
+
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += ms / 1000;
+        until.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (K.dialing && pthread_cond_timedwait(&K.dialled, &K.mu, &until) == 0)
+            ;
+    }
+    return K.cur != NULL && cap <= K.cur->slot_size ? K.cur : NULL;
 }
 
 gpuaes_ks_window *remote_ks_window_new(size_t cap)
@@ -425,6 +493,8 @@ void remote_ks_windows(size_t *windows, size_t *pooled)
 void remote_ks_fork_child(void)
 {
     pthread_mutex_init(&K.mu, NULL);
+    pthread_cond_init(&K.dialled, NULL);
+    K.dialing = K.dial_joinable = 0;   /* a dial of the parent's is the parent's (its socket leaks here) */
     for (ks_conn *kc = K.all; kc != NULL; kc = kc->next) {
         kc->dead = 1;
         for (size_t s = 0; s < kc->nslots; s++)
@@ -464,6 +534,7 @@ void remote_ks_fork_child(void)
 void remote_ks_shutdown(void)
 {
     pthread_mutex_lock(&K.mu);
+    dial_join_locked();                /* at most DIAL_MS: before the module can go */
     if (K.fills > 0)
         gpuaes_debug("keystream through gpuaesd: %llu fills, %llu answered BUSY, %llu polls, freed windows "
                      "waited %.3f ms", K.fills, K.busy, K.polls, (double)K.free_wait_ns / 1e6);

@@ -155,7 +155,7 @@ gpuaes_test(NAME stale_rate_service_emu COMMAND ${_svc_run} stalerate $<TARGET_F
 # once with small windows turning over (it requires keystream used), one
 # block-and-a-bit windows, and the service SIGKILLed mid-run (every output
 # still right: the contexts go on on the CPU).
-set(_svc_ks_env GPUAES_SERVICE_TIMEOUT_MS=10000 GPUAES_GPU_START_BYTES=0)
+set(_svc_ks_env GPUAES_SERVICE_TIMEOUT_MS=10000 GPUAES_GPU_START_BYTES=0 GPUAES_SERVICE_CONNECT_WAIT_MS=2000)
 gpuaes_test(NAME keystream_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_keystream> --gpu --threads 8
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_ks_env} ${_ks_env} TIMEOUT 300)
 gpuaes_test(NAME keystream_tiny_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_keystream> --gpu --threads 4
