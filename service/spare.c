@@ -52,12 +52,15 @@ static int spare_make(spare *s)
     s->map = MAP_FAILED;
     if (ftruncate(s->fd, (off_t)SPARE_SIZE) != 0
         || fcntl(s->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0
-        || (s->map = mmap(NULL, (size_t)SPARE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-                          s->fd, 0)) == MAP_FAILED) {
+        || (s->map = mmap(NULL, (size_t)SPARE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0)) == MAP_FAILED) {
         gpuaesd_log("spare segment: %s", strerror(errno));
         close(s->fd);
         return -1;
     }
+    /* Its pages, one fault each: MAP_POPULATE would hold the service's
+     * mmap lock for all of them, stalling a hello's mmap meanwhile. */
+    for (size_t i = 0; i < (size_t)SPARE_SIZE; i += 4096)
+        s->map[i] = 0;
     s->registered = 0;
     if (no_dma)
         return 0;
