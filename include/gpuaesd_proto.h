@@ -87,8 +87,19 @@ typedef struct gpuaesd_hello {
     gpuaesd_hdr hdr;
     uint64_t seg_size;       /* bytes of the memfd the client passes, GPUAESD_SEG_MIN..MAX */
     uint32_t pid;            /* informational (the service takes SO_PEERCRED's) */
-    uint32_t reserved;
+    uint32_t flags;          /* GPUAESD_HELLO_* */
 } gpuaesd_hello;
+
+/* hello.flags: no memfd passed; the client asks for one of the service's
+ * spare segments of seg_size bytes (docs/SERVICE.md, "Shared memory"). */
+#define GPUAESD_HELLO_WANT_SEG 1u
+
+/* hello_reply.flags: SEG_GIVEN (status OK): the reply's first descriptor is
+ * the segment, a sealed memfd of seg_size bytes registered for DMA, the
+ * published load's (if any) the second.  NO_SPARE (status ESEGMENT): none
+ * ready; the connection stays open for a hello with the client's own memfd. */
+#define GPUAESD_HELLO_SEG_GIVEN 1u
+#define GPUAESD_HELLO_NO_SPARE 2u
 
 typedef struct gpuaesd_hello_reply {
     gpuaesd_hdr hdr;
@@ -96,7 +107,7 @@ typedef struct gpuaesd_hello_reply {
     uint32_t service_pid;
     uint64_t max_job;        /* the longest job the service takes */
     uint32_t max_inflight;   /* jobs it runs at once for this connection, 1..GPUAESD_INFLIGHT_MAX */
-    uint32_t reserved;
+    uint32_t flags;          /* GPUAESD_HELLO_SEG_GIVEN or _NO_SPARE (with WANT_SEG), else 0 */
 } gpuaesd_hello_reply;
 
 /*
@@ -150,8 +161,9 @@ typedef struct gpuaesd_status_reply {
     uint64_t register_failed;     /* registrations that failed (those clients are served through staging) */
     uint64_t jobs_direct;         /* of jobs_gpu, run by DMA straight from the segment */
     uint64_t bytes_direct;        /* their done */
+    uint64_t segments_given;      /* spare segments handed out with a hello (GPUAESD_HELLO_WANT_SEG) */
     uint32_t gpu_up;         /* GPUAESD_GPU_*: whether jobs can run on a GPU now */
-    uint32_t reserved;       /* 0 */
+    uint32_t spares_ready;   /* spare segments ready now */
     char gpu[160];           /* gpuaes_gpu_state(), NUL-terminated */
 } gpuaesd_status_reply;
 
@@ -163,7 +175,7 @@ void gpuaesd_hdr_init(gpuaesd_hdr *h, enum gpuaesd_type type, size_t size);
 int gpuaesd_check_hdr(const void *msg, size_t n, enum gpuaesd_type type);
 
 /* Service side: 0 when the hello is well-formed (header, seg_size in range
- * and page-aligned, reserved fields 0). */
+ * and page-aligned, no unknown flag). */
 int gpuaesd_check_hello(const void *msg, size_t n);
 
 /* Service side: 0 when the n bytes are a job request that is valid for a
@@ -178,7 +190,8 @@ int gpuaesd_check_request(const void *msg, size_t n, uint64_t seg_size, uint64_t
 int gpuaesd_check_reply(const void *msg, size_t n, const gpuaesd_job_req *req);
 
 /* Client side: 0 when a hello or status reply is well-formed (a hello
- * reply's max_inflight in 1..GPUAESD_INFLIGHT_MAX when its status is OK). */
+ * reply's max_inflight in 1..GPUAESD_INFLIGHT_MAX when its status is OK;
+ * SEG_GIVEN only with OK, NO_SPARE only with ESEGMENT). */
 int gpuaesd_check_hello_reply(const void *msg, size_t n);
 int gpuaesd_check_status_reply(const void *msg, size_t n);
 

@@ -132,8 +132,9 @@ static int send_until(int fd, const void *m, size_t n, int pass_fd, int64_t dead
 }
 
 /* One message of up to n bytes (a longer one is an error); its length or -1.
- * With rfd, the first descriptor it carries (else -1; any other is closed). */
-static ssize_t recv_fd_until(int fd, void *m, size_t n, int *rfd, int64_t deadline)
+ * With nfd > 0, the first nfd descriptors it carries in fds (-1 where none;
+ * any other is closed). */
+static ssize_t recv_fd_until(int fd, void *m, size_t n, int *fds, unsigned nfd, int64_t deadline)
 {
     gpuaesd_cmsg cb;
     struct iovec iov = { m, n };
@@ -141,16 +142,16 @@ static ssize_t recv_fd_until(int fd, void *m, size_t n, int *rfd, int64_t deadli
 
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
-    if (rfd != NULL)
-        *rfd = -1;
+    for (unsigned i = 0; i < nfd; i++)
+        fds[i] = -1;
     for (;;) {
         ssize_t r;
 
-        if (rfd != NULL)
+        if (nfd > 0)
             gpuaesd_fd_expect(&mh, &cb);
         r = recvmsg(fd, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
-        if (r >= 0 && rfd != NULL)
-            *rfd = gpuaesd_fd_take(&mh);
+        if (r >= 0 && nfd > 0)
+            gpuaesd_fd_take_n(&mh, fds, nfd);
         if (r > 0)
             return (size_t)r <= n ? r : -1;
         if (r == 0 || (errno != EAGAIN && errno != EINTR) || wait_fd(fd, POLLIN, deadline) != 0)
@@ -160,7 +161,7 @@ static ssize_t recv_fd_until(int fd, void *m, size_t n, int *rfd, int64_t deadli
 
 static ssize_t recv_until(int fd, void *m, size_t n, int64_t deadline)
 {
-    return recv_fd_until(fd, m, n, NULL, deadline);
+    return recv_fd_until(fd, m, n, NULL, 0, deadline);
 }
 
 int gpuaesd_dial(const char *socket_dir, int timeout_ms)
@@ -236,6 +237,56 @@ static int make_segment(gpuaesd_conn *c, size_t n)
     return mfd;
 }
 
+/* The service's segment (a hello reply's GPUAESD_HELLO_SEG_GIVEN): a sealed
+ * memfd of n bytes, its pages allocated by the service; mapped here.  With
+ * GPUAESD_POPULATE=1, all of them at once (MAP_POPULATE: 7 ms per 64 MiB on a
+ * 2-core VM against 33 ms of faults on first touch, but it makes the connect
+ * that much longer, past the provider's 3 ms service_connect_wait_ms: an A/B
+ * for the GPU machine).  Closes mfd. */
+static int populate(void)
+{
+    const char *e = getenv("GPUAESD_POPULATE");
+
+    return e != NULL && strcmp(e, "1") == 0;
+}
+
+static int map_given(gpuaesd_conn *c, int mfd, size_t n)
+{
+    struct stat st;
+    int seals = mfd >= 0 ? fcntl(mfd, F_GET_SEALS) : -1;
+    void *p = MAP_FAILED;
+
+    if (seals >= 0 && (seals & F_SEAL_SHRINK) && fstat(mfd, &st) == 0 && S_ISREG(st.st_mode)
+        && st.st_size >= 0 && (uint64_t)st.st_size >= n)
+        p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | (populate() ? MAP_POPULATE : 0), mfd, 0);
+    if (mfd >= 0)
+        close(mfd);
+    if (p == MAP_FAILED)
+        return -1;
+    c->seg = p;
+    c->seg_size = n;
+    return 0;
+}
+
+/* One hello (with mfd when >= 0) and its checked reply, with up to two
+ * descriptors in fds (-1 where none).  0, or -1 (fds closed). */
+static int say_hello(gpuaesd_conn *c, const gpuaesd_hello *h, int mfd, gpuaesd_hello_reply *r, int fds[2],
+                     int64_t deadline)
+{
+    ssize_t n = -1;
+
+    fds[0] = fds[1] = -1;
+    if (send_until(c->fd, h, sizeof(*h), mfd, deadline) == 0)
+        n = recv_fd_until(c->fd, r, sizeof(*r), fds, 2, deadline);
+    if (n >= 0 && gpuaesd_check_hello_reply(r, (size_t)n) == 0)
+        return 0;
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    fds[0] = fds[1] = -1;
+    return -1;
+}
+
 gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_t seg_size,
                               int timeout_ms, char *err, size_t errn)
 {
@@ -244,8 +295,8 @@ gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_
     gpuaesd_conn *c = calloc(1, sizeof(*c));
     gpuaesd_hello h = { 0 };
     gpuaesd_hello_reply r;
-    int mfd = -1, lfd = -1;
-    ssize_t n;
+    int mfd, lfd = -1, fds[2];
+    int rc;
 
     if (c == NULL || resolve_dir(socket_dir, dir, sizeof(dir)) != 0) {
         snprintf(err, errn, "out of memory, or socket directory name too long");
@@ -268,25 +319,45 @@ gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_
         free(c);
         return NULL;
     }
-    if ((mfd = make_segment(c, seg_size)) < 0) {
-        snprintf(err, errn, "memfd segment of %zu bytes: %s", seg_size, strerror(errno));
-        gpuaesd_close(c);
-        return NULL;
-    }
+    /* First a spare segment of the service's (ready and registered: no page
+     * faults, no staged jobs); when none is ready, on the same connection
+     * (one more round trip, tens of µs), a segment of our own. */
     gpuaesd_hdr_init(&h.hdr, GPUAESD_HELLO, sizeof(h));
     h.seg_size = seg_size;
     h.pid = (uint32_t)getpid();
-    if (send_until(c->fd, &h, sizeof(h), mfd, deadline) != 0
-        || (n = recv_fd_until(c->fd, &r, sizeof(r), &lfd, deadline)) < 0
-        || gpuaesd_check_hello_reply(&r, (size_t)n) != 0 || r.status != GPUAESD_OK) {
+    h.flags = GPUAESD_HELLO_WANT_SEG;
+    rc = say_hello(c, &h, -1, &r, fds, deadline);
+    if (rc == 0 && r.status == GPUAESD_OK && (r.flags & GPUAESD_HELLO_SEG_GIVEN)) {
+        rc = map_given(c, fds[0], seg_size);
+        lfd = fds[1];
+    } else if (rc == 0 && (r.flags & GPUAESD_HELLO_NO_SPARE)) {
+        for (int i = 0; i < 2; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
+        if ((mfd = make_segment(c, seg_size)) < 0) {
+            snprintf(err, errn, "memfd segment of %zu bytes: %s", seg_size, strerror(errno));
+            gpuaesd_close(c);
+            return NULL;
+        }
+        h.flags = 0;
+        rc = say_hello(c, &h, mfd, &r, fds, deadline) == 0 && r.status == GPUAESD_OK && r.flags == 0 ? 0 : -1;
+        close(mfd);                    /* both mappings keep the memory */
+        lfd = fds[0];
+        if (fds[1] >= 0)
+            close(fds[1]);
+    } else if (rc == 0) {
+        for (int i = 0; i < 2; i++)    /* refused: nothing of it kept */
+            if (fds[i] >= 0)
+                close(fds[i]);
+        rc = -1;
+    }
+    if (rc != 0) {
         snprintf(err, errn, "the service refused or did not answer the hello");
-        close(mfd);
         if (lfd >= 0)
             close(lfd);
         gpuaesd_close(c);
         return NULL;
     }
-    close(mfd);                        /* both mappings keep the memory */
     if (lfd >= 0) {                    /* the published load: optional, checked */
         c->load = gpuaesd_load_map(lfd);
         close(lfd);

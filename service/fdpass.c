@@ -4,18 +4,23 @@
 #include <string.h>
 #include <unistd.h>
 
-void gpuaesd_fd_attach(struct msghdr *mh, gpuaesd_cmsg *cb, int fd)
+void gpuaesd_fd_attach_n(struct msghdr *mh, gpuaesd_cmsg *cb, const int *fds, unsigned n)
 {
     struct cmsghdr *c;
 
     memset(cb, 0, sizeof(*cb));
     mh->msg_control = cb->b;
-    mh->msg_controllen = CMSG_SPACE(sizeof(int));
+    mh->msg_controllen = CMSG_SPACE(sizeof(int) * n);
     c = CMSG_FIRSTHDR(mh);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+}
+
+void gpuaesd_fd_attach(struct msghdr *mh, gpuaesd_cmsg *cb, int fd)
+{
+    gpuaesd_fd_attach_n(mh, cb, &fd, 1);
 }
 
 void gpuaesd_fd_expect(struct msghdr *mh, gpuaesd_cmsg *cb)
@@ -26,8 +31,18 @@ void gpuaesd_fd_expect(struct msghdr *mh, gpuaesd_cmsg *cb)
 
 int gpuaesd_fd_take(struct msghdr *mh)
 {
-    int first = -1;
+    int first;
 
+    gpuaesd_fd_take_n(mh, &first, 1);
+    return first;
+}
+
+void gpuaesd_fd_take_n(struct msghdr *mh, int *fds, unsigned n)
+{
+    unsigned got = 0;
+
+    for (unsigned i = 0; i < n; i++)
+        fds[i] = -1;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
             continue;
@@ -35,11 +50,10 @@ int gpuaesd_fd_take(struct msghdr *mh)
             int f;
 
             memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-            if (first < 0)
-                first = f;
+            if (got < n)
+                fds[got++] = f;
             else
                 close(f);
         }
     }
-    return first;
 }

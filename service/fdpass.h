@@ -15,8 +15,10 @@ typedef union {
     char b[CMSG_SPACE(sizeof(int) * GPUAESD_FDS_MAX)];
 } gpuaesd_cmsg;
 
-/* mh (its iov set) will carry fd: its control data in cb. */
+/* mh (its iov set) will carry fd: its control data in cb.  _n: the n
+ * (1..GPUAESD_FDS_MAX) descriptors fds, in that order. */
 void gpuaesd_fd_attach(struct msghdr *mh, gpuaesd_cmsg *cb, int fd);
+void gpuaesd_fd_attach_n(struct msghdr *mh, gpuaesd_cmsg *cb, const int *fds, unsigned n);
 
 /* mh's control data set to receive into cb. */
 void gpuaesd_fd_expect(struct msghdr *mh, gpuaesd_cmsg *cb);
@@ -24,5 +26,8 @@ void gpuaesd_fd_expect(struct msghdr *mh, gpuaesd_cmsg *cb);
 /* After a recvmsg into mh: the first descriptor it carried, -1 if none;
  * every other one is closed (a peer may send any number). */
 int gpuaesd_fd_take(struct msghdr *mh);
+
+/* The same for the first n: fds[0..n) (-1 where none came); the rest closed. */
+void gpuaesd_fd_take_n(struct msghdr *mh, int *fds, unsigned n);
 
 #endif

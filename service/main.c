@@ -74,6 +74,8 @@ static int print_status(const char *dir)
     printf("dma: %llu segments registered, %llu failed; %llu jobs direct (%llu bytes)\n",
            (unsigned long long)st.segments_registered, (unsigned long long)st.register_failed,
            (unsigned long long)st.jobs_direct, (unsigned long long)st.bytes_direct);
+    printf("spare: %llu segments handed out, %u ready\n", (unsigned long long)st.segments_given,
+           st.spares_ready);
     printf("gpu: %s\n", st.gpu);
     return 0;
 }
@@ -294,6 +296,7 @@ int main(int argc, char **argv)
     }
     close(lfd);
     gpuaesd_warm_stop();
+    gpuaesd_spare_stop();              /* its registrations: before the layer's shutdown */
     if (gpuaesd_clients_stop(5000) == 0)
         gpuaes_gpu_shutdown();         /* wipes and frees what the layer holds */
     return 0;

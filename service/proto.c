@@ -14,11 +14,11 @@ _Static_assert(sizeof(gpuaesd_hello) == 32, "gpuaesd_hello");
 _Static_assert(sizeof(gpuaesd_hello_reply) == 40, "gpuaesd_hello_reply");
 _Static_assert(sizeof(gpuaesd_job_req) == 120, "gpuaesd_job_req");
 _Static_assert(sizeof(gpuaesd_job_reply) == 88, "gpuaesd_job_reply");
-/* 272: the DMA counters (issue 22, step "registration for DMA") grew it from
- * 240; both ends insist on the exact size, so a client and a service of
- * different builds see a STATUS_REPLY of the other size as malformed (jobs
- * are unchanged: no version bump). */
-_Static_assert(sizeof(gpuaesd_status_reply) == 280, "gpuaesd_status_reply");
+/* 280: the DMA counters (issue 22, step "registration for DMA") grew it from
+ * 240, 288 the spare segments' counter; both ends insist on the exact size,
+ * so a client and a service of different builds see a STATUS_REPLY of the
+ * other size as malformed. */
+_Static_assert(sizeof(gpuaesd_status_reply) == 288, "gpuaesd_status_reply");
 
 static size_t type_size(enum gpuaesd_type t)
 {
@@ -73,7 +73,7 @@ int gpuaesd_check_hello(const void *msg, size_t n)
         return -1;
     memcpy(&m, msg, sizeof(m));
     if (m.seg_size < GPUAESD_SEG_MIN || m.seg_size > GPUAESD_SEG_MAX || m.seg_size % 4096 != 0
-        || m.reserved != 0)
+        || (m.flags & ~GPUAESD_HELLO_WANT_SEG) != 0)
         return -1;
     return 0;
 }
@@ -130,7 +130,9 @@ int gpuaesd_check_hello_reply(const void *msg, size_t n)
     if (gpuaesd_check_hdr(msg, n, GPUAESD_HELLO_REPLY) != 0)
         return -1;
     memcpy(&r, msg, sizeof(r));
-    if (r.status > GPUAESD_ESEGMENT || r.reserved != 0)
+    if (r.status > GPUAESD_ESEGMENT || (r.flags & ~(GPUAESD_HELLO_SEG_GIVEN | GPUAESD_HELLO_NO_SPARE)) != 0
+        || ((r.flags & GPUAESD_HELLO_SEG_GIVEN) && r.status != GPUAESD_OK)
+        || ((r.flags & GPUAESD_HELLO_NO_SPARE) && r.status != GPUAESD_ESEGMENT))
         return -1;
     return r.status != GPUAESD_OK || (r.max_inflight >= 1 && r.max_inflight <= GPUAESD_INFLIGHT_MAX) ? 0 : -1;
 }
@@ -142,8 +144,7 @@ int gpuaesd_check_status_reply(const void *msg, size_t n)
     if (gpuaesd_check_hdr(msg, n, GPUAESD_STATUS_REPLY) != 0)
         return -1;
     memcpy(&r, msg, sizeof(r));
-    return memchr(r.gpu, '\0', sizeof(r.gpu)) != NULL && r.gpu_up <= GPUAESD_GPU_NONE && r.reserved == 0
-           ? 0 : -1;
+    return memchr(r.gpu, '\0', sizeof(r.gpu)) != NULL && r.gpu_up <= GPUAESD_GPU_NONE ? 0 : -1;
 }
 
 int gpuaesd_check_load(const gpuaesd_load *v)

@@ -43,7 +43,7 @@ static int table_ready;
 static unsigned max_inflight = 4;      /* per client: gpuaesd_serve_init */
 
 static atomic_ullong n_total, n_refused, n_jobs, n_jobs_gpu, n_bytes_gpu, n_malformed;
-static atomic_ullong n_segs_registered, n_register_failed, n_jobs_direct, n_bytes_direct;
+static atomic_ullong n_segs_registered, n_register_failed, n_jobs_direct, n_bytes_direct, n_segs_given;
 static _Atomic uint64_t last_activity, started_ms;
 
 static uint64_t now_ns(void)
@@ -105,6 +105,8 @@ void gpuaesd_status_fill(gpuaesd_status_reply *st)
     st->register_failed = atomic_load(&n_register_failed);
     st->jobs_direct = atomic_load(&n_jobs_direct);
     st->bytes_direct = atomic_load(&n_bytes_direct);
+    st->segments_given = atomic_load(&n_segs_given);
+    st->spares_ready = gpuaesd_spares_ready();
     st->gpu_up = (uint32_t)gpuaesd_gpu_up();
     strncpy(st->gpu, st->gpu_up == GPUAESD_GPU_STARTING && gpuaes_gpu_started() ? "GPU warming up"
             : gpuaes_gpu_state(), sizeof(st->gpu) - 1);
@@ -113,6 +115,11 @@ void gpuaesd_status_fill(gpuaesd_status_reply *st)
 /* Registration of a client's segment for DMA (client.dma). */
 enum { DMA_NONE, DMA_REGISTERING, DMA_ON, DMA_OFF };
 static int dma_off;                    /* GPUAESD_DMA=0: never register (A/B measurements) */
+
+int gpuaesd_dma_off(void)
+{
+    return dma_off;
+}
 
 /* One client's state.  The reader sets seg before it queues any job; the
  * workers only read it. */
@@ -174,20 +181,25 @@ static int send_msg(int fd, const void *m, size_t n)
 
 static int send_reply(client *c, const void *m, size_t n);
 
-/* The hello reply, with the published load's descriptor when there is one. */
-static int send_hello_reply(client *c, const gpuaesd_hello_reply *rep)
+/* The hello reply: the segment given (sfd, else -1), then the published
+ * load's descriptor when there is one. */
+static int send_hello_reply(client *c, const gpuaesd_hello_reply *rep, int sfd)
 {
     gpuaesd_cmsg cb;
     struct iovec iov = { (void *)rep, sizeof(*rep) };
     struct msghdr mh = { 0 };
-    int fd = rep->status == GPUAESD_OK ? gpuaesd_publish_fd() : -1;
+    int fds[2], n = 0;
     ssize_t w;
 
-    if (fd < 0)
+    if (sfd >= 0)
+        fds[n++] = sfd;
+    if (rep->status == GPUAESD_OK && (fds[n] = gpuaesd_publish_fd()) >= 0)
+        n++;
+    if (n == 0)
         return send_reply(c, rep, sizeof(*rep));
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
-    gpuaesd_fd_attach(&mh, &cb, fd);
+    gpuaesd_fd_attach_n(&mh, &cb, fds, (unsigned)n);
     pthread_mutex_lock(&c->send_mu);
     do
         w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
@@ -227,6 +239,22 @@ static uint32_t map_segment(client *c, int mfd, uint64_t seg_size)
         return GPUAESD_ESEGMENT;
     c->seg = p;
     c->seg_size = seg_size;
+    return GPUAESD_OK;
+}
+
+/* A hello asking for a segment: a spare of seg_size (spare.c) becomes c's,
+ * its memfd in *sfd for the reply; GPUAESD_ESEGMENT when none is ready. */
+static uint32_t take_spare(client *c, uint64_t seg_size, int *sfd)
+{
+    int registered;
+
+    if (gpuaesd_spare_take(seg_size, sfd, &c->seg, &registered) != 0)
+        return GPUAESD_ESEGMENT;
+    c->seg_size = seg_size;
+    atomic_store(&c->dma, registered ? DMA_ON : DMA_OFF);
+    if (registered)
+        atomic_fetch_add(&n_segs_registered, 1);   /* segment_unregister counts it out */
+    atomic_fetch_add(&n_segs_given, 1);
     return GPUAESD_OK;
 }
 
@@ -452,20 +480,31 @@ static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
     if (h.type == GPUAESD_HELLO) {
         gpuaesd_hello hello;
         gpuaesd_hello_reply rep = { 0 };
+        int sfd = -1, rc;
 
         if (c->seg != NULL || gpuaesd_check_hello(m, n) != 0)
             return -1;
         memcpy(&hello, m, sizeof(hello));
         gpuaesd_hdr_init(&rep.hdr, GPUAESD_HELLO_REPLY, sizeof(rep));
-        rep.status = map_segment(c, *mfd, hello.seg_size);
+        if (hello.flags & GPUAESD_HELLO_WANT_SEG) {
+            if (*mfd >= 0)
+                return -1;             /* its own segment or ours, not both */
+            rep.status = take_spare(c, hello.seg_size, &sfd);
+            rep.flags = rep.status == GPUAESD_OK ? GPUAESD_HELLO_SEG_GIVEN : GPUAESD_HELLO_NO_SPARE;
+        } else {
+            rep.status = map_segment(c, *mfd, hello.seg_size);
+        }
         rep.service_pid = (uint32_t)getpid();
         rep.max_job = c->seg_size;
         rep.max_inflight = max_inflight;
-        if (send_hello_reply(c, &rep) != 0)
+        rc = send_hello_reply(c, &rep, sfd);
+        if (sfd >= 0)
+            close(sfd);                /* both mappings keep the memory; nobody else has it */
+        if (rc != 0)
             return 1;
-        if (rep.status == GPUAESD_OK)
+        if (rep.status == GPUAESD_OK && sfd < 0)
             segment_register(c);       /* in the background: nobody waits for it */
-        return rep.status == GPUAESD_OK ? 0 : -1;
+        return rep.status == GPUAESD_OK || rep.flags == GPUAESD_HELLO_NO_SPARE ? 0 : -1;
     }
     if (h.type == GPUAESD_STATUS) {
         gpuaesd_status_reply st;

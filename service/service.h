@@ -63,6 +63,17 @@ void gpuaesd_warm_start(unsigned jobs);
 void gpuaesd_warm_stop(void);
 int gpuaesd_gpu_up(void);
 
+/* spare.c: spare client segments (GPUAESD_SPARE of them, 64 MiB each),
+ * made in the background from start (once the GPU is warm) on.  take: one
+ * of seg_size bytes, ready (its memfd, the service's mapping, whether it is
+ * registered for DMA), now the caller's; -1 when none is.  stop: joins the
+ * maker and drops the spares not taken (before the layer's shutdown). */
+void gpuaesd_spare_start(int dma_off);
+int gpuaesd_spare_take(uint64_t seg_size, int *fd, unsigned char **map, int *registered);
+unsigned gpuaesd_spares_ready(void);
+void gpuaesd_spare_stop(void);
+int gpuaesd_dma_off(void);
+
 /* Logs to stderr when it is a terminal or a file (foreground); never secrets. */
 void gpuaesd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

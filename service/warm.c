@@ -88,6 +88,8 @@ static void *warm_main(void *arg)
                 (unsigned long long)(gpuaesd_now_ms() - t0), good, n);
     atomic_store(&warm_state, gpuaes_gpu_available() ? GPUAESD_GPU_READY : GPUAESD_GPU_NONE);
     gpuaesd_publish_clients(0);        /* publishes gpu_up */
+    if (gpuaes_gpu_available())
+        gpuaesd_spare_start(gpuaesd_dma_off());   /* once warm: no warm-up job waits for it */
     return NULL;
 }
 
@@ -100,6 +102,7 @@ void gpuaesd_warm_start(unsigned jobs)
     if (off != NULL && strcmp(off, "0") == 0) {   /* the A/B switch; tests that count jobs */
         gpuaesd_log("GPUAESD_WARM=0: the GPU serves cold");
         atomic_store(&warm_state, GPUAESD_GPU_READY);
+        gpuaesd_spare_start(gpuaesd_dma_off());
     } else if (pthread_create(&warm_thread, NULL, warm_main, NULL) == 0) {
         warm_joinable = 1;
     } else {

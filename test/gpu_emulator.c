@@ -707,7 +707,9 @@ static void emu_register_report(void);
  * out lie in one live range runs "direct" (job->direct: the service counts
  * them), and unregistration waits for those running.  Registration answers
  * 1 until the start-up is over, as the real one.  GPUAES_EMU_REGISTER_FAIL=1:
- * every registration fails (the service must serve through staging).  A
+ * every registration fails (the service must serve through staging);
+ * GPUAES_EMU_REGISTER_MS=N: each takes N ms (cudaHostRegister's ~14 ms per
+ * 64 MiB, made long enough that a test sees jobs staged meanwhile).  A
  * range still registered at shutdown aborts the process: gpuaesd must
  * unregister each client's segment before it unmaps it.
  */
@@ -743,6 +745,13 @@ int gpuaes_gpu_host_register(void *base, size_t len, char error[160])
     if (fail != NULL && *fail != '\0' && *fail != '0') {
         snprintf(error, 160, "cudaHostRegister: emulated failure (GPUAES_EMU_REGISTER_FAIL)");
         return -1;
+    }
+    if (getenv("GPUAES_EMU_REGISTER_MS") != NULL) {
+        long ms = strtol(getenv("GPUAES_EMU_REGISTER_MS"), NULL, 10);
+        struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+
+        if (ms > 0)
+            nanosleep(&t, NULL);
     }
     pthread_mutex_lock(&emu_range_lock);
     for (int i = 0; i < EMU_RANGES; i++) {

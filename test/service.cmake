@@ -9,7 +9,7 @@ target_link_libraries(gpuaesd_emu PRIVATE gpuaesd_client OpenSSL::Crypto Threads
 set_target_properties(gpuaesd_emu PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/emu)
 
 add_executable(test_service test_service.c test_service_hostile.c test_service_activation.c
-  test_service_load.c service_util.c
+  test_service_load.c test_service_spare.c service_util.c
   ${PROJECT_SOURCE_DIR}/provider/gcm_math.c)
 target_include_directories(test_service PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/provider
   ${PROJECT_SOURCE_DIR}/service)
@@ -26,11 +26,20 @@ add_dependencies(test_service gpuaesd_emu)
 # on one connection, and a client that sends more than max_inflight is throttled;
 # load: the published load (seqlock across processes, hostile tables, two
 # connections seeing each other's jobs, a table no client can write); warm:
-# no job waits on a cold GPU layer (the service warms it before it serves).
-foreach(t diff fuzz uid dir kill activation inflight load warm)
+# no job waits on a cold GPU layer (the service warms it before it serves);
+# spare: a client gets a segment the service made and registered ahead.
+foreach(t diff fuzz uid dir kill activation inflight load warm spare)
   add_test(NAME service_${t} COMMAND test_service ${t} $<TARGET_FILE:gpuaesd_emu>)
   set_tests_properties(service_${t} PROPERTIES LABELS "emu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
+# spare: each registration takes 300 ms (emulated), so that a client's own
+# segment would run its first jobs staged; and spare (and fuzz) with the
+# spare segments turned off: clients make their own.
+set_tests_properties(service_spare PROPERTIES ENVIRONMENT GPUAES_EMU_REGISTER_MS=300)
+add_test(NAME service_spare_off COMMAND test_service spare $<TARGET_FILE:gpuaesd_emu>)
+add_test(NAME service_fuzz_nospare COMMAND test_service fuzz $<TARGET_FILE:gpuaesd_emu>)
+set_tests_properties(service_spare_off service_fuzz_nospare PROPERTIES LABELS "emu;service" TIMEOUT 300
+  ENVIRONMENT GPUAESD_SPARE=0)
 # diff again with every DMA registration failing (emulated): the service
 # serves through staging, bit for bit, and counts the failures.
 add_test(NAME service_diff_noreg COMMAND test_service diff $<TARGET_FILE:gpuaesd_emu>)

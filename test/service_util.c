@@ -87,6 +87,20 @@ pid_t svc_start_fg(const char *service, const char *dir)
     exit(1);
 }
 
+unsigned svc_wait_spares(const char *dir, int ms)
+{
+    const char *env = getenv("GPUAESD_SPARE");
+    unsigned want = env != NULL && strcmp(env, "0") == 0 ? 0 : 1;
+    gpuaesd_status_reply st = { 0 };
+
+    for (int i = 0; i < ms / 10; i++) {
+        if (gpuaesd_query_status(dir, &st, 2000) == 0 && st.spares_ready == want)
+            break;
+        nap_ms(10);
+    }
+    return st.spares_ready;
+}
+
 int svc_stop(pid_t pid)
 {
     int st;

@@ -23,6 +23,10 @@ int svc_stop(pid_t pid);
  * warm-up (service/warm.c): its gpu_up (GPUAESD_GPU_READY or _NONE), or -1. */
 int svc_wait_warm(const char *dir, int ms);
 
+/* Waits (up to ms) until the service of dir has its spare segments ready
+ * (service/spare.c: one, none under GPUAESD_SPARE=0); how many it has. */
+unsigned svc_wait_spares(const char *dir, int ms);
+
 /* Waits (up to ms) until nobody answers in dir. */
 int svc_wait_gone(const char *dir, int ms);
 

@@ -5,6 +5,7 @@
  *   test_service kill SERVICE           SIGKILL / SIGSTOP while a client waits
  *   test_service fuzz|uid|dir SERVICE   hostile input (test_service_hostile.c)
  *   test_service inflight SERVICE       several jobs in flight, throttling (the same file)
+ *   test_service spare SERVICE          spare segments (test_service_spare.c)
  *
  * diff starts the service the way a client will (detached, from its path;
  * four clients at once, which must all get the one service) and checks every job against the default provider (service_util.c).
@@ -33,6 +34,7 @@ int svc_run_dir(const char *service);
 int svc_run_activation(const char *service);
 int svc_run_inflight(const char *service);
 int svc_run_load(const char *service);
+int svc_run_spare(const char *service);
 
 #define SEG ((size_t)8 << 20)
 
@@ -341,7 +343,7 @@ static int run_warm(const char *service)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: test_service diff|kill|fuzz|uid|dir|activation|inflight|load|warm SERVICE [--gpu]\n");
+        fprintf(stderr, "usage: test_service diff|kill|fuzz|uid|dir|activation|inflight|load|warm|spare SERVICE [--gpu]\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -364,5 +366,7 @@ int main(int argc, char **argv)
         return run_warm(argv[2]);
     if (strcmp(argv[1], "inflight") == 0)
         return svc_run_inflight(argv[2]);
+    if (strcmp(argv[1], "spare") == 0)
+        return svc_run_spare(argv[2]);
     return 2;
 }

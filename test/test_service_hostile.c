@@ -196,6 +196,38 @@ static int bad_jobs(const char *dir)
 }
 
 /* One hostile connection of kind k; 1 when the service answered as it must. */
+/* Hellos asking for a spare segment: 12, of a size the service has none of
+ * (answered NO_SPARE: the connection stays for a hello with its own memfd);
+ * 13, with a memfd passed too, or an unknown flag (the connection ends). */
+static int spare_hello(const char *dir, int k)
+{
+    int fd = gpuaesd_dial(dir, 2000), mfd = memfd(HSEG, F_SEAL_SHRINK), ok;
+    gpuaesd_hello h;
+    gpuaesd_hello_reply r;
+
+    if (fd < 0)
+        return 0;
+    hello_msg(&h, HSEG);
+    h.flags = GPUAESD_HELLO_WANT_SEG;
+    if (k == 13) {
+        int with_fd = test_rand_below(2);
+
+        h.flags |= with_fd ? 0 : 1u << (1 + test_rand_below(31));
+        send_fds(fd, &h, sizeof(h), &mfd, with_fd);
+        ok = expect_closed(fd);
+    } else {
+        ok = send_fds(fd, &h, sizeof(h), NULL, 0) == 0 && recv_ms(fd, &r, sizeof(r), 5000) == sizeof(r)
+            && gpuaesd_check_hello_reply(&r, sizeof(r)) == 0 && r.status == GPUAESD_ESEGMENT
+            && r.flags == GPUAESD_HELLO_NO_SPARE;
+        h.flags = 0;
+        ok = ok && send_fds(fd, &h, sizeof(h), &mfd, 1) == 0 && recv_ms(fd, &r, sizeof(r), 5000) == sizeof(r)
+            && r.status == GPUAESD_OK && r.flags == 0;
+    }
+    close(mfd);
+    close(fd);
+    return ok;
+}
+
 static int hostile(const char *dir, int k)
 {
     unsigned char m[700], *seg;
@@ -206,6 +238,8 @@ static int hostile(const char *dir, int k)
 
     if (k == 0)
         return bad_jobs(dir);
+    if (k >= 12)
+        return spare_hello(dir, k);
     if (k >= 7) {                      /* after a good hello */
         fd = good_hello(dir, &seg);
         munmap(seg, HSEG);
@@ -320,7 +354,7 @@ int svc_run_fuzz(const char *service)
     pid_t pid;
     gpuaesd_conn *good;
     gpuaesd_status_reply st;
-    int base, fds = -1, kinds = 12, held[6];
+    int base, fds = -1, kinds = 14, held[6];
 
     svc_tmpdir(dir);
     pid = svc_start_fg(service, dir);
@@ -328,6 +362,7 @@ int svc_run_fuzz(const char *service)
     TEST_CHECK(good != NULL);
     if (good == NULL)
         return test_report("service fuzz");
+    svc_wait_spares(dir, 20000);       /* the spare's memfd, made in the background: in base */
     /* base may count a descriptor of the good client's start still in
      * flight (seen under ASan on a loaded machine): "none kept" is then
      * "not more than at the start" */
