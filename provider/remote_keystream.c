@@ -38,7 +38,8 @@
 
 #define SLOTS_MAX 64
 #define POLL_NS 10000LL                /* replies are looked for at most this often */
-#define DIAL_MS 200                    /* the keystream connection, to a running service */
+#define DIAL_MS 2000                   /* the keystream connection's dial (in the background): a
+                                          service making a spare segment answers hellos late */
 #define RETRY_MS 1000                  /* after a connection failed or was lost */
 #define BUSY_HOLD_MS 20                /* a fill answered BUSY is sent again after this */
 #define POST_MS 10                     /* a request the socket does not take in this: lost */
