@@ -26,16 +26,17 @@ typedef struct block_ctx {
     void *fbctx;                      /* the default provider's context */
     OSSL_FUNC_cipher_update_fn *fb_update;   /* fb->update: one load less per update */
     /* An update of at least hot_max bytes takes the slow path; others take
-     * the fast one, CTR's subtracting their length (so it also counts down the
-     * keystream ramp).  0 while mirroring the fallback or in keystream mode. */
+     * the fast one, ECB/CBC/CTR subtracting their length (hot_set - hot_max:
+     * ECB/CBC's bytes not yet in nheld, CTR's towards the keystream ramp).
+     * 0 in keystream mode. */
     size_t hot_max;
     int track;                        /* mirror the fallback's block buffer (held): 0, or
                                          TRACK_LAST when decrypting with padding (the last
                                          whole block is held back), else TRACK_WHOLE */
-    unsigned int align;               /* BLOCK - 1 while tracking, else 0: an update with
-                                         inl & align takes the slow path */
-    /* ECB and CBC: a copy of the bytes the fallback holds in its block buffer
-     * (a partial block, or the last block held back for unpadding). */
+    int held_stale;                   /* the fallback holds nheld bytes, not all of them in held */
+    /* ECB and CBC: how many bytes the fallback holds in its block buffer (a
+     * partial block, or the last block held back for unpadding) and, unless
+     * held_stale, a copy of them. */
     unsigned char held[BLOCK];
     size_t nheld;
     int enc;
@@ -86,12 +87,11 @@ static inline offload_kind kind_of(const block_ctx *c)
 }
 
 /* The hot path's bound: the GPU threshold, or the keystream ramp if nearer
- * (0 in keystream mode: every update takes the slow path).  Also 0 while the
- * fallback holds a partial block of a tracked context: the hot path may then
- * take whole blocks knowing that nothing or one whole block is held. */
+ * (0 in keystream mode: every update takes the slow path).  Restarts the
+ * count of the hot path's bytes: ECB/CBC's must be in nheld first. */
 static inline void set_hot(block_ctx *c)
 {
-    size_t h = c->ks != NULL || (c->track && c->nheld % BLOCK != 0) ? 0 : c->gpu_min;
+    size_t h = c->ks != NULL ? 0 : c->gpu_min;
 
     if (c->ramp_left < h)
         h = c->ramp_left;

@@ -45,13 +45,30 @@ static void track_held(block_ctx *c, const unsigned char *in, size_t inl)
 {
     size_t keep = held_after(c, c->nheld + inl);
 
-    if (keep > inl) {                 /* old held bytes stay in front */
+    if (keep > inl) {                 /* old held bytes stay in front (stale or not) */
         memmove(c->held, c->held + c->nheld - (keep - inl), keep - inl);
         memcpy(c->held + keep - inl, in, inl);
-    } else if (keep > 0) {
+    } else {
         memcpy(c->held, in + inl - keep, keep);
+        c->held_stale = 0;
     }
     c->nheld = keep;
+}
+
+/*
+ * The hot path only counts what it gives the fallback (hot_set - hot_max):
+ * the count becomes nheld here, at the start of every other entry point that
+ * uses nheld or resets the count.  The bytes themselves were not mirrored.
+ */
+static void sync_held(block_ctx *c)
+{
+    size_t fast = c->hot_set - c->hot_max;
+
+    if (!c->track || fast == 0)       /* CTR's count is its ramp's: never tracked */
+        return;
+    c->nheld = held_after(c, c->nheld + fast);   /* ASSUME_BLOCK_BUFFER_RULE */
+    c->held_stale = c->nheld > 0;
+    c->hot_set = c->hot_max;
 }
 
 /*
@@ -66,7 +83,6 @@ static void update_gpu_min(block_ctx *c)
         ? c->prov->offload_min[kind_of(c)] : SIZE_MAX;
     c->track = !buffers_blocks(c) || c->gpu_min == SIZE_MAX ? 0
                : !c->enc && c->pad ? TRACK_LAST : TRACK_WHOLE;
-    c->align = c->track ? BLOCK - 1 : 0;
     c->ramp_left = c->var->mode == MODE_CTR && c->prov->ks_enabled && !c->tls && c->key_set
         && c->ks == NULL ? c->prov->ks_ramp : SIZE_MAX;
     set_hot(c);
@@ -133,6 +149,7 @@ void *block_dupctx(void *vctx)
         OPENSSL_clear_free(c, sizeof(*c));
         return NULL;
     }
+    sync_held(c);
     update_gpu_min(c);
     return c;
 }
@@ -253,6 +270,7 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
     }
     c->enc = enc;
     c->nheld = 0;                     /* ASSUME_INIT_RESETS_STREAM */
+    c->held_stale = 0;
     c->held_known = 1;
     note_params(c, params);
     if (key != NULL) {
@@ -343,6 +361,33 @@ static __attribute__((noinline, cold)) int update_overlapping(block_ctx *c, unsi
     return r;
 }
 
+/*
+ * An ECB/CBC update for the GPU while the fallback holds bytes gpuaes has not
+ * seen (small updates went straight to it).  The fallback first gets just
+ * enough of this input to be left holding only bytes of it (nothing, or the
+ * block held back for unpadding), one output block; the GPU path goes on from
+ * there with everything mirrored.  (ASSUME_BLOCK_BUFFER_RULE)
+ */
+static __attribute__((noinline)) int gpu_update_stale(block_ctx *c, unsigned char *out,
+                                                      size_t *outl, size_t outsize,
+                                                      const unsigned char *in, size_t inl)
+{
+    size_t head = (BLOCK - c->nheld % BLOCK) % BLOCK + (c->track == TRACK_LAST ? BLOCK : 0);
+    size_t total = c->nheld + inl, outlen = total - held_after(c, total), o = 0, o2 = 0;
+
+    if (inl <= head)
+        return block_fb_update(c, out, outl, outsize, in, inl);
+    if (outsize < outlen) {           /* as block_gpu_update_ecb_cbc, before any work */
+        GPUAES_RAISE(c->prov, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
+        return 0;
+    }
+    if (!block_fb_update(c, out, &o, outsize, in, head)
+        || !block_gpu_update_ecb_cbc(c, out + o, &o2, outsize - o, in + head, inl - head))
+        return 0;
+    *outl = o + o2;
+    return 1;
+}
+
 /* Everything but the plainest update: the GPU, or mirroring the fallback's buffer. */
 static int update_plain(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
                         const unsigned char *in, size_t inl)
@@ -352,7 +397,8 @@ static int update_plain(block_ctx *c, unsigned char *out, size_t *outl, size_t o
     if (!dispatch_to_gpu(c->prov, kind_of(c), c->var->keylen, inl))
         return fb_update_timed(c, out, outl, outsize, in, inl);
     if (buffers_blocks(c))
-        return block_gpu_update_ecb_cbc(c, out, outl, outsize, in, inl);
+        return c->held_stale ? gpu_update_stale(c, out, outl, outsize, in, inl)
+                             : block_gpu_update_ecb_cbc(c, out, outl, outsize, in, inl);
     return block_gpu_update_cfb_ctr(c, out, outl, outsize, in, inl);
 }
 
@@ -360,9 +406,11 @@ static __attribute__((noinline)) int update_offload(block_ctx *c, unsigned char 
                                                     size_t *outl, size_t outsize,
                                                     const unsigned char *in, size_t inl)
 {
-    size_t fast = c->hot_set - c->hot_max;    /* bytes that went the fast way since set_hot */
+    size_t fast;                      /* bytes that went the fast way since set_hot */
     int r;
 
+    sync_held(c);
+    fast = c->hot_set - c->hot_max;
     if (overlap_partial(c, out, in, inl))
         return update_overlapping(c, out, outl, outsize, in, inl);
     if (c->ks != NULL)
@@ -389,30 +437,21 @@ static __attribute__((noinline)) int update_offload(block_ctx *c, unsigned char 
  * The hot path of every small update: a few compares, then a tail call into
  * the default provider (the GPU path lives out of line, so this function
  * needs no stack frame).  Each mode family has its own entry point
- * (provider.c's table), so each tests only what its mode needs:
- *  tracked: ECB and CBC, whose block buffer the GPU path may need mirrored;
- *  counted: CTR, whose hot_max also counts down the keystream ramp (others
- *           never ramp: ramp_left stays SIZE_MAX, so hot_max stays put).
+ * (provider.c's table), so each does only what its mode needs:
+ *  counted: ECB, CBC and CTR subtract their length from hot_max.  ECB/CBC:
+ *           sync_held makes that count the fallback's buffer length (any
+ *           size goes this way; the bytes are not mirrored); CTR: it counts
+ *           down the keystream ramp.  CFB needs neither.
  */
 static inline int update_hot(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
-                             const unsigned char *in, size_t inl, int tracked, int counted)
+                             const unsigned char *in, size_t inl, int counted)
 {
     OSSL_FUNC_cipher_update_fn *update;
 
     if (out == NULL && inl > 0)
         return null_output(c);
-    /* Tracked (ECB/CBC the GPU may take): whole blocks only, the fallback
-     * holding nothing or one whole block (else hot_max is 0: set_hot).  It
-     * then holds the last block (decryption with padding) or nothing; other
-     * updates take the general mirror, out of line.  (ASSUME_BLOCK_BUFFER_RULE) */
-    if (inl >= c->hot_max || (tracked && (inl & c->align) != 0))
+    if (inl >= c->hot_max)
         return update_offload(c, out, outl, outsize, in, inl);
-    if (tracked && c->track == TRACK_LAST) {
-        if (inl == 0)
-            return update_offload(c, out, outl, outsize, in, inl);
-        memcpy(c->held, in + inl - BLOCK, BLOCK);   /* before in place overwrites it */
-        c->nheld = BLOCK;
-    }
     /* The empty asm statements are no code: they make gcc compare and
      * subtract in memory and load fbctx straight into place (callgrind: 3
      * instructions less per update than without). */
@@ -429,21 +468,21 @@ static inline int update_hot(block_ctx *c, unsigned char *out, size_t *outl, siz
 int block_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
                  const unsigned char *in, size_t inl)
 {
-    return update_hot(vctx, out, outl, outsize, in, inl, 1, 0);
+    return update_hot(vctx, out, outl, outsize, in, inl, 1);
 }
 
-/* CFB: never tracked (update_gpu_min: track and align stay 0), never ramps. */
+/* CFB: never tracked (update_gpu_min: track stays 0), never ramps. */
 int block_update_cfb(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
                      const unsigned char *in, size_t inl)
 {
-    return update_hot(vctx, out, outl, outsize, in, inl, 0, 0);
+    return update_hot(vctx, out, outl, outsize, in, inl, 0);
 }
 
 /* CTR: never tracked; ramps to keystream ahead (block_keystream.c). */
 int block_update_ctr(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
                      const unsigned char *in, size_t inl)
 {
-    return update_hot(vctx, out, outl, outsize, in, inl, 0, 1);
+    return update_hot(vctx, out, outl, outsize, in, inl, 1);
 }
 
 int block_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
@@ -461,8 +500,9 @@ int block_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
         return 0;
     }
     c->nheld = 0;
+    c->held_stale = 0;
     if (c->track)
-        set_hot(c);                   /* a partial block may have kept hot_max at 0 */
+        set_hot(c);                   /* the hot path's count restarts from the empty buffer */
     return 1;
 }
 
@@ -511,6 +551,7 @@ int block_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 
     if (num_refused(c, params))
         return 0;
+    sync_held(c);                     /* under the padding the bytes went in with */
     if (c->ks != NULL && params != NULL && params[0].key != NULL) {
         /* e.g. a new num: the position is the fallback's again. */
         int synced = ks_sync_fb(c);

@@ -33,7 +33,8 @@
  *   After an ECB/CBC context has taken `total` bytes since init it has output
  *   the first total - keep of them (processed) and holds the last keep, where
  *   keep = total % 16, or 16 when total % 16 == 0, total > 0, decrypting with
- *   padding.  held_after, track_held, block_update, block_gpu_update_ecb_cbc.
+ *   padding.  held_after, track_held, sync_held, gpu_update_stale,
+ *   block_gpu_update_ecb_cbc.
  * ASSUME_UPDATED_IV (load)
  *   OSSL_CIPHER_PARAM_UPDATED_IV is the chaining state of the next byte: CBC
  *   the last ciphertext block processed (held bytes are not), CFB the shift

@@ -215,9 +215,9 @@ extern const size_t gpuaes_variant_count;
  * The two cipher families.  Everything but newctx, get_params and update is
  * shared by all variants of a family; provider.c puts these into each
  * variant's table, with the update of its mode: the block family has one for
- * ECB/CBC (block_update: mirrors the fallback's block buffer), CFB and CTR
- * (block_update_cfb, block_update_ctr: nothing to mirror; CTR counts down
- * its keystream ramp).
+ * ECB/CBC (block_update: counts what the fallback's block buffer holds), CFB
+ * and CTR (block_update_cfb, block_update_ctr: nothing to mirror; CTR counts
+ * down its keystream ramp).
  */
 #define FAMILY_DECLARE(f)                                                     \
     void *f##_newctx(void *provctx, const gpuaes_variant *var);               \
