@@ -341,6 +341,44 @@ static gpuaes_op op_of(uint32_t op)
     return map[op];                    /* op was checked */
 }
 
+/*
+ * Jobs on the GPU at once, all clients together (GPUAESD_GPU_JOBS; 0: no
+ * bound), let in in the order they arrived.  Jobs at once share the copy
+ * engines, so every client's oldest piece, the one it waits for, finishes
+ * later the more run beside it.
+ */
+static unsigned gpu_jobs_max = 3;
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static unsigned long long gate_next, gate_turn;
+static unsigned gate_running;
+
+static void gate_enter(void)
+{
+    unsigned long long ticket;
+
+    if (gpu_jobs_max == 0)
+        return;
+    pthread_mutex_lock(&gate_mu);
+    ticket = gate_next++;
+    while (ticket != gate_turn || gate_running >= gpu_jobs_max)
+        pthread_cond_wait(&gate_cv, &gate_mu);
+    gate_turn++;
+    gate_running++;
+    pthread_cond_broadcast(&gate_cv);  /* the next ticket may fit too */
+    pthread_mutex_unlock(&gate_mu);
+}
+
+static void gate_leave(void)
+{
+    if (gpu_jobs_max == 0)
+        return;
+    pthread_mutex_lock(&gate_mu);
+    gate_running--;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+}
+
 /* Runs a checked request on the GPU layer; fills the reply.  The key, its
  * schedule and the job's secrets are wiped before returning. */
 static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
@@ -362,7 +400,9 @@ static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
     job.in = r->op >= GPUAESD_OP_KEYSTREAM128 ? NULL : c->seg + r->in_off;
     job.out = c->seg + r->out_off;
     job.len = (size_t)r->len;
+    gate_enter();
     gpuaes_gpu_run(&job);
+    gate_leave();
     gpuaes_key_free(key);
     /* No caller's share: whatever is not done is the client's (done == cpu_from on OK). */
     if (job.status == GPUAES_OK && job.done == job.len) {
@@ -599,6 +639,8 @@ unsigned gpuaesd_serve_init(unsigned jobs_per_client)
         table[i] = -1;
     table_ready = 1;
     dma_off = getenv("GPUAESD_DMA") != NULL && strcmp(getenv("GPUAESD_DMA"), "0") == 0;
+    if (getenv("GPUAESD_GPU_JOBS") != NULL && strtoul(getenv("GPUAESD_GPU_JOBS"), NULL, 10) <= 64)
+        gpu_jobs_max = (unsigned)strtoul(getenv("GPUAESD_GPU_JOBS"), NULL, 10);
     if (dma_off)
         gpuaesd_log("GPUAESD_DMA=0: client segments are not registered for DMA");
     atomic_store(&started_ms, gpuaesd_now_ms());
