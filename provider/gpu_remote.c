@@ -210,7 +210,7 @@ static void load_adopt(gpuaesd_conn *c)
     gpuaesd_load_unmap(old);
 }
 
-static uint64_t mono_ns(void)
+uint64_t remote_mono_ns(void)
 {
     struct timespec t;
 
@@ -249,7 +249,7 @@ static unsigned remote_load(gpuaes_op op, uint64_t *ns_per_byte, unsigned *procs
     *ns_per_byte = 0;
     *procs = 0;
     ok = load_snapshot(&v) == 0;
-    now = mono_ns();
+    now = remote_mono_ns();
     if (!ok || gpuaesd_check_load(&v) != 0 || v.stamp_ns > now + LOAD_STALE_NS)
         return 0;                      /* none, torn, or nonsense: decide alone */
     /* Only a recent rate: one measured under a contention that has ended
@@ -357,13 +357,7 @@ static int up_or_start(unsigned wait_ms)
         return 0;                      /* the common answers, without the lock */
     pthread_mutex_lock(&R.mu);
     if (kick_locked() && wait_ms > 0 && gpuaesd_listening(R.dir[0] ? R.dir : NULL)) {
-        clock_gettime(CLOCK_REALTIME, &until);      /* R.cv's clock */
-        until.tv_sec += wait_ms / 1000;
-        until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        remote_deadline(&until, wait_ms);
         while (atomic_load(&R.state) == R_STARTING && pthread_cond_timedwait(&R.cv, &R.mu, &until) == 0)
             ;
     }
@@ -374,6 +368,17 @@ static int up_or_start(unsigned wait_ms)
 static int remote_available(void) { return up_or_start(0); }
 
 int remote_ready(void) { return up_or_start(0); }
+
+void remote_deadline(struct timespec *until, unsigned ms)
+{
+    clock_gettime(CLOCK_REALTIME, until);
+    until->tv_sec += ms / 1000;
+    until->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until->tv_nsec >= 1000000000L) {
+        until->tv_sec++;
+        until->tv_nsec -= 1000000000L;
+    }
+}
 const char *remote_socket_dir(void) { return R.dir[0] ? R.dir : NULL; }
 unsigned remote_timeout_ms(void) { return R.timeout_ms; }
 unsigned remote_connect_wait_ms(void) { return R.first_wait_ms; }
@@ -754,26 +759,26 @@ static int pipeline(pipe_state *ps)
         if (rc < 0)
             break;
         rc = 0;
-        t = mono_ns();
+        t = remote_mono_ns();
         if (!failed && ps->n_out < ps->n_sent && ps->p[ps->n_out % ps->w].replied) {
             failed = copy_out(ps) != 0;
-            ps->ns_out += mono_ns() - t;
+            ps->ns_out += remote_mono_ns() - t;
             continue;
         }
         if (!ps->stop && ps->next_off < job->len && ps->n_in - ps->n_free < ps->w) {
             copy_in(ps);               /* while the pool copies the piece before out */
-            ps->ns_in += mono_ns() - t;
+            ps->ns_in += remote_mono_ns() - t;
             continue;
         }
         if (ps->n_free < ps->n_out) {  /* nothing else to do: help the oldest copy out */
             end_copy_out(ps);
-            ps->ns_out += mono_ns() - t;
+            ps->ns_out += remote_mono_ns() - t;
             continue;
         }
         if (gpuaesd_inflight(ps->c) == 0)
             break;                     /* all out; or failed, and the rest drained */
         rc = gpuaesd_wait_any(ps->c, &rep, (int)(R.timeout_ms + ps->bytes_in_flight / 1000000));
-        ps->ns_wait += mono_ns() - t;
+        ps->ns_wait += remote_mono_ns() - t;
         if (rc != 0)
             break;
         record(ps, &rep);
@@ -844,7 +849,7 @@ static void remote_run(gpuaes_job *job)
         ps->chunk = segn;
     ps->w = segn / ps->chunk < PIECES_MAX ? segn / ps->chunk : PIECES_MAX;
     memcpy(ps->next_iv, job->iv, 16);
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = remote_mono_ns();
     if (pipeline(ps) != 0) {
         snprintf(job->error, sizeof(job->error), "gpuaesd gone or no answer within %u ms + 1 ms/MB",
                  R.timeout_ms);
@@ -857,7 +862,7 @@ static void remote_run(gpuaes_job *job)
         job->cpu_from = job->done;
     if (gpuaes_debug_enabled())
         gpuaes_debug("service job of %zu bytes: %.3f ms (copy in %.3f, copy out %.3f, waiting %.3f), %zu pieces",
-                     job->len, (double)(mono_ns() - t0) / 1e6, (double)ps->ns_in / 1e6,
+                     job->len, (double)(remote_mono_ns() - t0) / 1e6, (double)ps->ns_in / 1e6,
                      (double)ps->ns_out / 1e6, (double)ps->ns_wait / 1e6, ps->n_in);
     OPENSSL_clear_free(ps, sizeof(*ps));
 }

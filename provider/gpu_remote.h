@@ -6,6 +6,7 @@
 #define GPUAES_GPU_REMOTE_H
 
 #include <stddef.h>
+#include <time.h>
 
 #include "gpu_backend.h"
 
@@ -23,6 +24,9 @@ unsigned remote_connect_wait_ms(void); /* service_connect_wait_ms */
 /* This process's connections open and busy, as the published load counts
  * them among its clients (dispatch subtracts its own). */
 void remote_count_conn(int open_delta, int busy_delta);
+uint64_t remote_mono_ns(void);          /* CLOCK_MONOTONIC */
+/* ms from now on CLOCK_REALTIME, the clock of a pthread_cond_timedwait. */
+void remote_deadline(struct timespec *until, unsigned ms);
 
 /* remote_keystream.c: the gpu_keystream calls (gpu_backend.h) */
 gpuaes_ks_window *remote_ks_window_new(size_t cap);

@@ -87,13 +87,7 @@ static struct {
 } K = { .mu = PTHREAD_MUTEX_INITIALIZER, .dialled = PTHREAD_COND_INITIALIZER, .total = (size_t)256 << 20,
         .windows_max = 6 };
 
-static long long mono_ns(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
+static long long mono_ns(void) { return (long long)remote_mono_ns(); }
 
 static long long mono_ms(void) { return mono_ns() / 1000000; }
 
@@ -327,15 +321,8 @@ static ks_conn *conn_for(size_t cap)
      * within service_connect_wait_ms (3); one busy registering does not. */
     {
         struct timespec until;
-        unsigned ms = remote_connect_wait_ms();
 
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += ms / 1000;
-        until.tv_nsec += (long)(ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        remote_deadline(&until, remote_connect_wait_ms());
         while (K.dialing && pthread_cond_timedwait(&K.dialled, &K.mu, &until) == 0)
             ;
     }
