@@ -66,6 +66,7 @@ struct ks_conn {
     uint64_t slots_used;               /* a window's, or a freed window's fill in flight */
     rwin *waiting[SLOTS_MAX];          /* by slot: a fill queued or in flight */
     unsigned queued, inflight;
+    unsigned orphans;                  /* windows freed with their fill in flight */
     int refs;                          /* windows on it */
     _Atomic int dead;                  /* read without the lock: a dead one's windows answer -1 */
     ks_conn *next;                     /* K.all */
@@ -74,6 +75,10 @@ struct ks_conn {
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t dialled;            /* a dial is over */
+    /* No slot free on the live connection and none to come back: a new
+     * window is refused without the lock (a context short of windows asks
+     * at every update; note_full keeps it, under the lock). */
+    atomic_int full;
     ks_conn *cur;                      /* the live connection, or NULL */
     ks_conn *all;                      /* every one not closed yet, cur and dead ones */
     long long retry_at_ms;
@@ -99,6 +104,17 @@ void gpu_remote_ks_limit(size_t total_bytes, size_t windows_max)
         K.windows_max = windows_max;
     }
     pthread_mutex_unlock(&K.mu);
+}
+
+/* Under K.mu, after anything that takes or frees slots. */
+static void note_full(void)
+{
+    const ks_conn *kc = K.cur;
+
+    atomic_store_explicit(&K.full,
+                          kc != NULL && kc->orphans == 0
+                              && (size_t)__builtin_popcountll(kc->slots_used) >= kc->nslots,
+                          memory_order_relaxed);
 }
 
 static void close_conn(ks_conn *kc)
@@ -137,6 +153,7 @@ static void fill_over(ks_conn *kc, rwin *w, int state, const char *why)
     kc->waiting[w->slot] = NULL;
     OPENSSL_cleanse(&w->req, sizeof(w->req));
     if (w->orphan) {
+        kc->orphans--;
         slot_free(kc, w->slot);
         window_gone(kc, w);
         return;
@@ -161,6 +178,7 @@ static void kill_conn(ks_conn *kc, const char *why)
     if (K.cur == kc)
         K.cur = NULL;
     K.retry_at_ms = mono_ms() + RETRY_MS;
+    note_full();
     if (--kc->refs == 0)
         close_conn(kc);
 }
@@ -236,6 +254,7 @@ static void pump(ks_conn *kc, int force)
             atomic_store(&w->state, W_INFLIGHT);
         }
     }
+    note_full();                       /* replies to freed windows gave their slots back */
 }
 
 /* The dial of the keystream connection, on a thread of its own: a
@@ -261,6 +280,7 @@ static void *dial_main(void *arg)
         kc->next = K.all;
         K.all = kc;
         K.cur = kc;
+        note_full();
         remote_count_conn(1, 0);
         gpuaes_debug("keystream connection to gpuaesd: %zu slots of %zu bytes", n, slot_size);
     } else {
@@ -334,11 +354,11 @@ gpuaes_ks_window *remote_ks_window_new(size_t cap)
     ks_conn *kc;
     rwin *w = NULL;
 
-    if (cap == 0 || cap % 16 != 0 || !remote_ready())
+    if (cap == 0 || cap % 16 != 0 || atomic_load_explicit(&K.full, memory_order_relaxed) || !remote_ready())
         return NULL;
     pthread_mutex_lock(&K.mu);
     if (K.cur != NULL)
-        pump(K.cur, 1);                /* replies free the slots of windows freed in flight */
+        pump(K.cur, 0);                /* replies free the slots of windows freed in flight */
     if ((kc = conn_for(cap)) != NULL)
         for (size_t s = 0; s < kc->nslots && w == NULL; s++)
             if ((kc->slots_used & ((uint64_t)1 << s)) == 0 && (w = OPENSSL_zalloc(sizeof(*w))) != NULL) {
@@ -348,6 +368,7 @@ gpuaes_ks_window *remote_ks_window_new(size_t cap)
                 w->slot = s;
                 atomic_init(&w->state, W_IDLE);
             }
+    note_full();
     pthread_mutex_unlock(&K.mu);
     return (gpuaes_ks_window *)w;
 }
@@ -451,12 +472,14 @@ void remote_ks_window_free(gpuaes_ks_window *win)
     K.free_wait_ns += (unsigned long long)(mono_ns() - waited);
     if (atomic_load(&w->state) == W_INFLIGHT) {
         w->orphan = 1;                 /* slot and window go at its reply, or with the connection */
+        kc->orphans++;
     } else {
         if (atomic_load(&w->state) == W_QUEUED)
             fill_over(kc, w, W_IDLE, NULL);
         slot_free(kc, w->slot);
         window_gone(kc, w);
     }
+    note_full();
     pthread_mutex_unlock(&K.mu);
 }
 
@@ -494,6 +517,7 @@ void remote_ks_fork_child(void)
                 if (w->orphan) {       /* freed by its context already */
                     OPENSSL_clear_free(w, sizeof(*w));
                     kc->refs--;
+                    kc->orphans--;
                     continue;
                 }
                 snprintf(w->why, sizeof(w->why), "forked: the parent's keystream connection");
@@ -505,6 +529,7 @@ void remote_ks_fork_child(void)
     }
     K.cur = NULL;
     K.retry_at_ms = 0;
+    atomic_store(&K.full, 0);
     /* a ks_conn with no window left is freed now; the others with their last window */
     for (ks_conn **p = &K.all; *p != NULL;) {
         ks_conn *kc = *p;
