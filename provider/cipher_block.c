@@ -418,11 +418,11 @@ static __attribute__((noinline)) int update_offload(block_ctx *c, unsigned char 
     if (c->ramp_left != SIZE_MAX) {
         c->ramp_left = fast < c->ramp_left ? c->ramp_left - fast : 0;
         if (inl >= c->ramp_left && inl < c->gpu_min) {
-            if (ks_begin(c)) {
+            if (inl >= KS_MIN_UPDATE && ks_begin(c)) {
                 set_hot(c);
                 return ks_update(c, out, outl, outsize, in, inl);
             }
-            c->ramp_left = c->prov->ks_ramp;   /* no GPU or no window now: try again later */
+            c->ramp_left = c->prov->ks_ramp;   /* tiny, no GPU or no window now: try again later */
         } else if (inl < c->gpu_min) {
             /* Only small updates ramp: keystream ahead is for contexts of them. */
             c->ramp_left = inl < c->ramp_left ? c->ramp_left - inl : 0;
