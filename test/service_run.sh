@@ -170,6 +170,8 @@ direct=$(echo "$status" | sed -n 's/^dma: .* \([0-9]*\) jobs direct.*/\1/p')
 failed=$(echo "$status" | sed -n 's/^dma: .* \([0-9]*\) failed;.*/\1/p')
 if [ "${GPUAES_EMU_REGISTER_FAIL:-0}" != 0 ]; then
     [ "${direct:-1}" -eq 0 ] && [ "${failed:-0}" -gt 0 ] || { echo "service_run: registration did not fail"; exit 1; }
+elif [ "${SERVICE_RUN_FEW_JOBS:-0}" != 0 ]; then
+    :   # a handful of jobs (the keystream lifecycle): they may all come before the registration
 else
     [ "${direct:-0}" -gt 0 ] || { echo "service_run: no job ran direct (DMA from the segment)"; exit 1; }
 fi
