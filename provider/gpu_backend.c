@@ -29,8 +29,16 @@ _Atomic(const gpu_backend *) gpu_backend_in_use = &gpu_backend_inprocess;
 static pthread_mutex_t choose_lock = PTHREAD_MUTEX_INITIALIZER;
 static int chosen;
 
+/* A fork while another thread loads the module must not leave choose_lock
+ * held in the child (test_fork --locks): taken around every fork. */
+static void choose_lock_take(void) { pthread_mutex_lock(&choose_lock); }
+static void choose_lock_give(void) { pthread_mutex_unlock(&choose_lock); }
+static void choose_lock_atfork(void) { pthread_atfork(choose_lock_take, choose_lock_give, choose_lock_give); }
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
 void gpu_backend_select(gpu_backend_kind kind, const gpu_remote_settings *remote)
 {
+    pthread_once(&atfork_once, choose_lock_atfork);
     pthread_mutex_lock(&choose_lock);
     if (!chosen) {
         chosen = 1;

@@ -83,7 +83,11 @@ static struct {
     ks_conn *all;                      /* every one not closed yet, cur and dead ones */
     long long retry_at_ms;
     long long polled_ns;
-    size_t total, windows_max;         /* gpu_remote_ks_limit */
+    /* gpu_remote_ks_limit: read by the next dial.  Atomics, not K.mu: every
+     * provider load sets them, in process too, where no fork handler of
+     * ours re-initialises K.mu (a fork while another thread loaded the
+     * module left it locked in the child: fork_locks_emu under ASan). */
+    _Atomic size_t total, windows_max;
     pthread_t dial;                    /* dial_main */
     int dialing, dial_joinable;
     size_t dial_slot, dial_n;
@@ -98,12 +102,8 @@ static long long mono_ms(void) { return mono_ns() / 1000000; }
 
 void gpu_remote_ks_limit(size_t total_bytes, size_t windows_max)
 {
-    pthread_mutex_lock(&K.mu);
-    if (K.all == NULL) {               /* the first connection takes the values in force */
-        K.total = total_bytes;
-        K.windows_max = windows_max;
-    }
-    pthread_mutex_unlock(&K.mu);
+    atomic_store_explicit(&K.total, total_bytes, memory_order_relaxed);
+    atomic_store_explicit(&K.windows_max, windows_max, memory_order_relaxed);
 }
 
 /* Under K.mu, after anything that takes or frees slots. */
@@ -316,9 +316,9 @@ static ks_conn *conn_for(size_t cap)
 
     if (K.cur != NULL)
         return cap <= K.cur->slot_size ? K.cur : NULL;
-    n = K.total / slot_size;
-    if (n > K.windows_max)
-        n = K.windows_max;
+    n = atomic_load_explicit(&K.total, memory_order_relaxed) / slot_size;
+    if (n > atomic_load_explicit(&K.windows_max, memory_order_relaxed))
+        n = atomic_load_explicit(&K.windows_max, memory_order_relaxed);
     if (n > SLOTS_MAX)
         n = SLOTS_MAX;
     if (n == 0 || K.dialing || mono_ms() < K.retry_at_ms)
