@@ -154,6 +154,8 @@ static ssize_t recv_fd_until(int fd, void *m, size_t n, int *fds, unsigned nfd, 
             gpuaesd_fd_take_n(&mh, fds, nfd);
         if (r > 0)
             return (size_t)r <= n ? r : -1;
+        if (r == 0)
+            errno = ECONNRESET;        /* the peer hung up */
         if (r == 0 || (errno != EAGAIN && errno != EINTR) || wait_fd(fd, POLLIN, deadline) != 0)
             return -1;
     }
@@ -269,13 +271,18 @@ static int map_given(gpuaesd_conn *c, int mfd, size_t n)
 }
 
 /* One hello (with mfd when >= 0) and its checked reply, with up to two
- * descriptors in fds (-1 where none).  0, or -1 (fds closed). */
+ * descriptors in fds (-1 where none).  0; HELLO_HUNG_UP when the peer closed
+ * without a reply (a dying service's listener can still take a connection);
+ * or -1 (fds closed either way). */
+enum { HELLO_HUNG_UP = -2 };
+
 static int say_hello(gpuaesd_conn *c, const gpuaesd_hello *h, int mfd, gpuaesd_hello_reply *r, int fds[2],
                      int64_t deadline)
 {
     ssize_t n = -1;
 
     fds[0] = fds[1] = -1;
+    errno = 0;
     if (send_until(c->fd, h, sizeof(*h), mfd, deadline) == 0)
         n = recv_fd_until(c->fd, r, sizeof(*r), fds, 2, deadline);
     if (n >= 0 && gpuaesd_check_hello_reply(r, (size_t)n) == 0)
@@ -284,7 +291,21 @@ static int say_hello(gpuaesd_conn *c, const gpuaesd_hello *h, int mfd, gpuaesd_h
         if (fds[i] >= 0)
             close(fds[i]);
     fds[0] = fds[1] = -1;
-    return -1;
+    return n < 0 && (errno == ECONNRESET || errno == EPIPE) ? HELLO_HUNG_UP : -1;
+}
+
+/* A connection to a service, started when none answers. */
+static int dial_or_start(const char *dir, const char *service, int64_t deadline)
+{
+    int fd = dial_until(dir, deadline);
+
+    if (fd < 0 && service != NULL && start_service(service, dir, deadline) == 0) {
+        /* Ours listens now; but if another starter's service won the lock,
+         * it may bind a moment after ours gave way. */
+        while ((fd = dial_until(dir, deadline)) < 0 && now_ms() < deadline)
+            nap_ms(5);
+    }
+    return fd;
 }
 
 gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_t seg_size,
@@ -307,26 +328,28 @@ gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_
         free(c);
         return NULL;
     }
-    c->fd = dial_until(dir, deadline);
-    if (c->fd < 0 && service != NULL && start_service(service, dir, deadline) == 0) {
-        /* Ours listens now; but if another starter's service won the lock,
-         * it may bind a moment after ours gave way. */
-        while ((c->fd = dial_until(dir, deadline)) < 0 && now_ms() < deadline)
-            nap_ms(5);
-    }
-    if (c->fd < 0) {
-        snprintf(err, errn, "no service answers in %s", dir);
-        free(c);
-        return NULL;
-    }
     /* First a spare segment of the service's (ready and registered: no page
      * faults, no staged jobs); when none is ready, on the same connection
-     * (one more round trip, tens of µs), a segment of our own. */
+     * (one more round trip, tens of µs), a segment of our own.  A service
+     * killed a moment ago may take the connection and hang up: dialled
+     * again (a new one starts) until the deadline. */
     gpuaesd_hdr_init(&h.hdr, GPUAESD_HELLO, sizeof(h));
     h.seg_size = seg_size;
     h.pid = (uint32_t)getpid();
     h.flags = GPUAESD_HELLO_WANT_SEG;
-    rc = say_hello(c, &h, -1, &r, fds, deadline);
+    for (;;) {
+        c->fd = dial_or_start(dir, service, deadline);
+        if (c->fd < 0) {
+            snprintf(err, errn, "no service answers in %s", dir);
+            free(c);
+            return NULL;
+        }
+        rc = say_hello(c, &h, -1, &r, fds, deadline);
+        if (rc != HELLO_HUNG_UP || now_ms() >= deadline)
+            break;
+        close(c->fd);
+        nap_ms(5);
+    }
     if (rc == 0 && r.status == GPUAESD_OK && (r.flags & GPUAESD_HELLO_SEG_GIVEN)) {
         rc = map_given(c, fds[0], seg_size);
         lfd = fds[1];
