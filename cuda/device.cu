@@ -67,6 +67,7 @@ std::atomic<const char *> g_broken_desc{nullptr};
 // (release); read after seeing it (acquire).
 bool g_usable = false;
 int g_device = 0;
+std::atomic<int> g_device_count{0}; // cudaGetDeviceCount's answer at the start-up
 int g_cc = 0; // compute capability, 10 * major + minor
 Fault g_fault = Fault::none;
 char g_desc[256] = "no usable GPU: not initialised";
@@ -180,6 +181,7 @@ void do_init()
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     module_exit_register_again();
+    if (e == cudaSuccess) g_device_count.store(count);
     if (e != cudaSuccess) {
         std::snprintf(g_desc, sizeof g_desc, "no usable GPU: %s", cudaGetErrorString(e));
         return;
@@ -379,6 +381,8 @@ extern "C" const char *gpuaes_gpu_description(void)
 }
 
 extern "C" int gpuaes_gpu_started(void) { return gpuaes::ready() ? 1 : 0; }
+
+extern "C" int gpuaes_gpu_device_count(void) { return gpuaes::ready() ? gpuaes::g_device_count.load() : 0; }
 
 extern "C" const char *gpuaes_gpu_state(void)
 {

@@ -183,6 +183,11 @@ const char *gpuaes_gpu_description(void);
 /* 1 once the initialisation is over (usable GPU or not); never starts it. */
 int gpuaes_gpu_started(void);
 
+/* The CUDA devices this process sees, known once the initialisation is over
+ * (0 before it, and when it found none): gpuaesd starts a worker process
+ * for each further device it may use. */
+int gpuaes_gpu_device_count(void);
+
 /* The same without waiting: the description once initialised, else "GPU not
  * started ..." or "GPU starting". */
 const char *gpuaes_gpu_state(void);

@@ -97,6 +97,9 @@ int gpuaesd_listening(const char *socket_dir);
 /* The service's status, without starting it: 0, or -1 when none answers. */
 int gpuaesd_query_status(const char *socket_dir, gpuaesd_status_reply *st, int timeout_ms);
 
+/* The same for the load of each GPU the service uses (GPUAESD_DEVICES). */
+int gpuaesd_query_devices(const char *socket_dir, gpuaesd_devices_reply *r, int timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -45,7 +45,9 @@ enum gpuaesd_type {
     GPUAESD_JOB,             /* client -> service */
     GPUAESD_JOB_REPLY,       /* service -> client */
     GPUAESD_STATUS,          /* client -> service (no hello needed) */
-    GPUAESD_STATUS_REPLY     /* service -> client */
+    GPUAESD_STATUS_REPLY,    /* service -> client */
+    GPUAESD_DEVICES,         /* client -> service (no hello needed): the load of each GPU */
+    GPUAESD_DEVICES_REPLY    /* service -> client */
 };
 
 /* Operation codes on the wire: fixed numbers, independent of gpuaes_op. */
@@ -167,6 +169,30 @@ typedef struct gpuaesd_status_reply {
     char gpu[160];           /* gpuaes_gpu_state(), NUL-terminated */
 } gpuaesd_status_reply;
 
+/* The GPUs one service uses at most (docs/SERVICE.md, "Several GPUs"): the
+ * service's own process serves the first, a worker process each other. */
+#define GPUAESD_DEVICES_MAX 16u
+
+typedef struct gpuaesd_device_load {
+    uint32_t device;         /* CUDA device index */
+    uint32_t pid;            /* the process that serves it */
+    uint32_t gpu_up;         /* GPUAESD_GPU_* */
+    uint32_t clients;        /* connections it serves now */
+    uint32_t jobs_queued;
+    uint32_t jobs_running;
+    uint64_t jobs_gpu;       /* jobs with done > 0 */
+    uint64_t bytes_gpu;
+    uint64_t bytes_inflight;
+    char gpu[96];            /* its description, NUL-terminated */
+} gpuaesd_device_load;
+
+typedef struct gpuaesd_devices_reply {
+    gpuaesd_hdr hdr;
+    uint32_t n;              /* entries of dev[] in use, 1..GPUAESD_DEVICES_MAX */
+    uint32_t reserved;       /* 0 */
+    gpuaesd_device_load dev[GPUAESD_DEVICES_MAX];
+} gpuaesd_devices_reply;
+
 /* A header for a message of this type and struct size. */
 void gpuaesd_hdr_init(gpuaesd_hdr *h, enum gpuaesd_type type, size_t size);
 
@@ -194,6 +220,7 @@ int gpuaesd_check_reply(const void *msg, size_t n, const gpuaesd_job_req *req);
  * SEG_GIVEN only with OK, NO_SPARE only with ESEGMENT). */
 int gpuaesd_check_hello_reply(const void *msg, size_t n);
 int gpuaesd_check_status_reply(const void *msg, size_t n);
+int gpuaesd_check_devices_reply(const void *msg, size_t n);
 
 #ifdef __cplusplus
 }

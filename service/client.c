@@ -515,18 +515,33 @@ void gpuaesd_close(gpuaesd_conn *c)
     free(c);
 }
 
-int gpuaesd_query_status(const char *socket_dir, gpuaesd_status_reply *st, int timeout_ms)
+/* One question without a hello (STATUS, DEVICES) and its reply's length, or -1. */
+static ssize_t ask(const char *socket_dir, enum gpuaesd_type type, void *reply, size_t n, int timeout_ms)
 {
     int64_t deadline = now_ms() + timeout_ms;
     int fd = gpuaesd_dial(socket_dir, timeout_ms);
     gpuaesd_hdr h;
-    ssize_t n = -1;
+    ssize_t got = -1;
 
     if (fd < 0)
         return -1;
-    gpuaesd_hdr_init(&h, GPUAESD_STATUS, sizeof(h));
+    gpuaesd_hdr_init(&h, type, sizeof(h));
     if (send_until(fd, &h, sizeof(h), -1, deadline) == 0)
-        n = recv_until(fd, st, sizeof(*st), deadline);
+        got = recv_until(fd, reply, n, deadline);
     close(fd);
+    return got;
+}
+
+int gpuaesd_query_status(const char *socket_dir, gpuaesd_status_reply *st, int timeout_ms)
+{
+    ssize_t n = ask(socket_dir, GPUAESD_STATUS, st, sizeof(*st), timeout_ms);
+
     return n >= 0 && gpuaesd_check_status_reply(st, (size_t)n) == 0 ? 0 : -1;
+}
+
+int gpuaesd_query_devices(const char *socket_dir, gpuaesd_devices_reply *r, int timeout_ms)
+{
+    ssize_t n = ask(socket_dir, GPUAESD_DEVICES, r, sizeof(*r), timeout_ms);
+
+    return n >= 0 && gpuaesd_check_devices_reply(r, (size_t)n) == 0 ? 0 : -1;
 }

@@ -1,11 +1,14 @@
 /*
  * main.c - gpuaesd: the per-user GPU service (docs/SERVICE.md).
  *
- *   gpuaesd [--socket-dir DIR] [--idle-exit SECONDS] [--jobs N] [--foreground]
+ *   gpuaesd [--socket-dir DIR] [--idle-exit SECONDS] [--jobs N] [--devices LIST] [--foreground]
  *   gpuaesd [--socket-dir DIR] --status
  *
  * --jobs N (1..64; default GPUAESD_JOBS from the environment, else 4): jobs
- * of one client connection run at once.
+ * of one client connection run at once.  --devices LIST ("all", the default,
+ * or CUDA device numbers "0,2"; else GPUAESD_DEVICES): the GPUs it uses, one
+ * process each (devices.c).  `--worker DEVICE` is such a process, started
+ * by the service itself with its control socket as fd 3.
  *
  * One service per user and socket directory: a lock file in the directory
  * (flock, released by the kernel however the service ends) decides which of
@@ -52,7 +55,8 @@ void gpuaesd_log(const char *fmt, ...)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: gpuaesd [--socket-dir DIR] [--idle-exit SECONDS] [--jobs N] [--foreground] [--status]\n");
+    fprintf(stderr, "usage: gpuaesd [--socket-dir DIR] [--idle-exit SECONDS] [--jobs N] [--devices LIST] "
+                    "[--foreground] [--status]\n");
     exit(2);
 }
 
@@ -77,6 +81,18 @@ static int print_status(const char *dir)
     printf("spare: %llu segments handed out, %u ready\n", (unsigned long long)st.segments_given,
            st.spares_ready);
     printf("gpu: %s\n", st.gpu);
+    gpuaesd_devices_reply *d = calloc(1, sizeof(*d));
+    if (d != NULL && gpuaesd_query_devices(dir, d, 2000) == 0 && d->n > 1)
+        for (uint32_t i = 0; i < d->n; i++) {
+            const gpuaesd_device_load *g = &d->dev[i];
+            static const char *const up[] = { "starting", "serving", "no GPU" };
+
+            printf("device %u (pid %u): %s, %u clients, %u jobs running, %u queued (%llu bytes), "
+                   "%llu jobs on the GPU (%llu bytes): %s\n", g->device, g->pid, up[g->gpu_up], g->clients,
+                   g->jobs_running, g->jobs_queued, (unsigned long long)g->bytes_inflight,
+                   (unsigned long long)g->jobs_gpu, (unsigned long long)g->bytes_gpu, g->gpu);
+        }
+    free(d);
     return 0;
 }
 
@@ -181,11 +197,57 @@ static void accept_one(int lfd)
     gpuaesd_serve(fd, cr.pid);
 }
 
+/* The GPU layer's settings: those of the service's life, for `device`. */
+static void configure_layer(long idle_s, int device)
+{
+    gpuaes_gpu_settings gs = GPUAES_GPU_SETTINGS_DEFAULT;
+    /* The layer keeps what the warm-up made while the service lives (an
+     * idle service exits and gives it all back). */
+    const long keep_s = idle_s == 0 || idle_s > 3600 ? 3600 : idle_s;   /* 0: never exits */
+    if (keep_s * 1000 > (long)gs.idle_release_ms)
+        gs.idle_release_ms = (unsigned)keep_s * 1000;
+    gs.device = device;
+    /* A/B switches for measurements (as GPUAESD_DMA): the layer's staging
+     * chunk (MiB) and lanes, out-of-range values ignored. */
+    const char *chunk_mb = getenv("GPUAESD_STAGING_CHUNK_MB"), *lanes = getenv("GPUAESD_STAGING_LANES");
+    if (chunk_mb != NULL && strtoul(chunk_mb, NULL, 10) >= 1
+        && (size_t)strtoul(chunk_mb, NULL, 10) << 20 <= GPUAES_STAGING_CHUNK_MAX)
+        gs.staging_chunk = (size_t)strtoul(chunk_mb, NULL, 10) << 20;
+    if (lanes != NULL && strtol(lanes, NULL, 10) >= GPUAES_STAGING_LANES_MIN
+        && strtol(lanes, NULL, 10) <= GPUAES_STAGING_LANES_MAX)
+        gs.staging_lanes = (int)strtol(lanes, NULL, 10);
+    gpuaes_gpu_configure(&gs);
+}
+
+/* The GPU layer's end, once no job can come. */
+static void layer_stop(void)
+{
+    gpuaesd_warm_stop();
+    gpuaesd_spare_stop();              /* its registrations: before the layer's shutdown */
+    if (gpuaesd_clients_stop(5000) == 0)
+        gpuaes_gpu_shutdown();         /* wipes and frees what the layer holds */
+}
+
+/* A worker of another GPU (devices.c): serves what the service hands it
+ * over fd 3 until the service ends. */
+static int worker_main(int device, unsigned jobs, long idle_s, int sfd)
+{
+    gpuaesd_devices_serve_as(device);
+    unsigned per_client = gpuaesd_serve_init(jobs);
+    configure_layer(idle_s, device);
+    gpuaesd_warm_start(per_client);
+    gpuaesd_log("worker of device %d", device);
+    int rc = gpuaesd_worker_serve(3, sfd);
+    close(3);
+    layer_stop();
+    return rc == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
-    const char *dir_arg = NULL;
+    const char *dir_arg = NULL, *devices = getenv("GPUAESD_DEVICES");
     char dir[108], err[256];
-    long idle_s = 60, jobs = 0;
+    long idle_s = 60, jobs = 0, worker = -1;
     const char *jobs_env = getenv("GPUAESD_JOBS");
     int foreground = 0, status = 0, ready = -1, held, activated, lfd, sfd;
     sigset_t sigs;
@@ -205,6 +267,16 @@ int main(int argc, char **argv)
             jobs = strtol(argv[++i], &end, 10);
             if (*end != '\0' || jobs < 1 || jobs > (long)GPUAESD_INFLIGHT_MAX)
                 usage();
+        } else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc) {
+            devices = argv[++i];
+            if (gpuaesd_devices_parse(devices) != 0)
+                usage();
+        } else if (strcmp(argv[i], "--worker") == 0 && i + 1 < argc) {
+            char *end;
+
+            worker = strtol(argv[++i], &end, 10);
+            if (*end != '\0' || worker < 0 || worker > GPUAES_DEVICE_MAX)
+                usage();
         } else if (strcmp(argv[i], "--foreground") == 0) {
             foreground = 1;
         } else if (strcmp(argv[i], "--status") == 0) {
@@ -219,8 +291,20 @@ int main(int argc, char **argv)
         usage();
     if (status)
         return print_status(dir);
+    if (devices != NULL && gpuaesd_devices_parse(devices) != 0) {
+        fprintf(stderr, "gpuaesd: GPUAESD_DEVICES=%s is not \"all\" or a list of device numbers: all used\n", devices);
+        gpuaesd_devices_parse("all");
+    }
+    if (jobs == 0 && jobs_env != NULL)   /* ignored unless 1..64 */
+        jobs = strtol(jobs_env, NULL, 10);
+    if (jobs < 1 || jobs > (long)GPUAESD_INFLIGHT_MAX)
+        jobs = 0;
     if (getenv("LISTEN_PID") != NULL && strtol(getenv("LISTEN_PID"), NULL, 10) == (long)getpid())
         foreground = 1;                /* systemd's: its process and its socket (fd 3) */
+    if (worker >= 0) {                 /* the service's child, detached with it */
+        foreground = 1;
+        close_range(4, ~0U, 0);        /* nothing of the service's but the control socket (fd 3) */
+    }
     if (!foreground) {
         close_range(3, ~0U, 0);        /* nothing of the starter's */
         ready = detach();
@@ -238,6 +322,8 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_SETMASK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
     sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+    if (worker >= 0)
+        return sfd >= 0 ? worker_main((int)worker, (unsigned)jobs, idle_s, sfd) : 1;
     lfd = listen_on(dir, &held, &activated);
     if (lfd < 0 || sfd < 0) {
         if (held)
@@ -246,25 +332,8 @@ int main(int argc, char **argv)
             (void)!write(ready, "\1", 1);   /* a service is there: the starter may connect */
         return held ? 0 : 1;
     }
-    if (jobs == 0 && jobs_env != NULL)   /* ignored unless 1..64 */
-        jobs = strtol(jobs_env, NULL, 10);
-    unsigned per_client = gpuaesd_serve_init(jobs >= 1 && jobs <= (long)GPUAESD_INFLIGHT_MAX ? (unsigned)jobs : 0);
-    /* The layer keeps what the warm-up made while the service lives (an
-     * idle service exits and gives it all back). */
-    gpuaes_gpu_settings gs = GPUAES_GPU_SETTINGS_DEFAULT;
-    const long keep_s = idle_s == 0 || idle_s > 3600 ? 3600 : idle_s;   /* 0: never exits */
-    if (keep_s * 1000 > (long)gs.idle_release_ms)
-        gs.idle_release_ms = (unsigned)keep_s * 1000;
-    /* A/B switches for measurements (as GPUAESD_DMA): the layer's staging
-     * chunk (MiB) and lanes, out-of-range values ignored. */
-    const char *chunk_mb = getenv("GPUAESD_STAGING_CHUNK_MB"), *lanes = getenv("GPUAESD_STAGING_LANES");
-    if (chunk_mb != NULL && strtoul(chunk_mb, NULL, 10) >= 1
-        && (size_t)strtoul(chunk_mb, NULL, 10) << 20 <= GPUAES_STAGING_CHUNK_MAX)
-        gs.staging_chunk = (size_t)strtoul(chunk_mb, NULL, 10) << 20;
-    if (lanes != NULL && strtol(lanes, NULL, 10) >= GPUAES_STAGING_LANES_MIN
-        && strtol(lanes, NULL, 10) <= GPUAES_STAGING_LANES_MAX)
-        gs.staging_lanes = (int)strtol(lanes, NULL, 10);
-    gpuaes_gpu_configure(&gs);
+    unsigned per_client = gpuaesd_serve_init((unsigned)jobs);
+    configure_layer(idle_s, gpuaesd_devices_self());
     gpuaesd_warm_start(per_client);    /* the GPU's start-up and warm-up; jobs get BUSY until both are over */
     gpuaesd_log("serving %s (idle exit %ld s)", dir, idle_s);
     if (ready >= 0) {
@@ -273,15 +342,21 @@ int main(int argc, char **argv)
     }
     for (;;) {
         struct pollfd p[2] = { { lfd, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+        uint64_t last;
 
-        if (poll(p, 2, 1000) < 0 && errno != EINTR)
+        if (poll(p, 2, gpuaesd_devices_spawned() ? 1000 : 50) < 0 && errno != EINTR)
             break;
         if (p[1].revents & POLLIN)
             break;
         if (p[0].revents & POLLIN)
             accept_one(lfd);
-        if (idle_s > 0 && gpuaesd_clients() == 0
-            && gpuaesd_now_ms() - gpuaesd_last_activity_ms() >= (uint64_t)idle_s * 1000) {
+        if (!gpuaesd_devices_spawned() && gpuaesd_gpu_up() != GPUAESD_GPU_STARTING)
+            gpuaesd_devices_spawn(dir, per_client, idle_s);   /* the other GPUs, now that ours is up */
+        last = gpuaesd_last_activity_ms();
+        if (gpuaesd_devices_last_activity_ms() > last)
+            last = gpuaesd_devices_last_activity_ms();
+        if (idle_s > 0 && gpuaesd_clients() + gpuaesd_devices_clients() == 0
+            && gpuaesd_now_ms() - last >= (uint64_t)idle_s * 1000) {
             gpuaesd_log("idle for %ld s: exiting", idle_s);
             break;
         }
@@ -295,9 +370,8 @@ int main(int argc, char **argv)
             unlink(sa.sun_path);
     }
     close(lfd);
-    gpuaesd_warm_stop();
-    gpuaesd_spare_stop();              /* its registrations: before the layer's shutdown */
-    if (gpuaesd_clients_stop(5000) == 0)
-        gpuaes_gpu_shutdown();         /* wipes and frees what the layer holds */
+    gpuaesd_devices_stop();            /* the workers end beside us */
+    layer_stop();
+    gpuaesd_devices_join();
     return 0;
 }

@@ -19,6 +19,8 @@ _Static_assert(sizeof(gpuaesd_job_reply) == 88, "gpuaesd_job_reply");
  * so a client and a service of different builds see a STATUS_REPLY of the
  * other size as malformed. */
 _Static_assert(sizeof(gpuaesd_status_reply) == 288, "gpuaesd_status_reply");
+_Static_assert(sizeof(gpuaesd_device_load) == 144, "gpuaesd_device_load");
+_Static_assert(sizeof(gpuaesd_devices_reply) == 24 + 16 * 144, "gpuaesd_devices_reply");
 
 static size_t type_size(enum gpuaesd_type t)
 {
@@ -29,6 +31,8 @@ static size_t type_size(enum gpuaesd_type t)
     case GPUAESD_JOB_REPLY: return sizeof(gpuaesd_job_reply);
     case GPUAESD_STATUS: return sizeof(gpuaesd_hdr);
     case GPUAESD_STATUS_REPLY: return sizeof(gpuaesd_status_reply);
+    case GPUAESD_DEVICES: return sizeof(gpuaesd_hdr);
+    case GPUAESD_DEVICES_REPLY: return sizeof(gpuaesd_devices_reply);
     }
     return 0;
 }
@@ -145,6 +149,21 @@ int gpuaesd_check_status_reply(const void *msg, size_t n)
         return -1;
     memcpy(&r, msg, sizeof(r));
     return memchr(r.gpu, '\0', sizeof(r.gpu)) != NULL && r.gpu_up <= GPUAESD_GPU_NONE ? 0 : -1;
+}
+
+int gpuaesd_check_devices_reply(const void *msg, size_t n)
+{
+    gpuaesd_devices_reply r;
+
+    if (gpuaesd_check_hdr(msg, n, GPUAESD_DEVICES_REPLY) != 0)
+        return -1;
+    memcpy(&r, msg, sizeof(r));
+    if (r.n < 1 || r.n > GPUAESD_DEVICES_MAX || r.reserved != 0)
+        return -1;
+    for (uint32_t i = 0; i < r.n; i++)
+        if (memchr(r.dev[i].gpu, '\0', sizeof(r.dev[i].gpu)) == NULL || r.dev[i].gpu_up > GPUAESD_GPU_NONE)
+            return -1;
+    return 0;
 }
 
 int gpuaesd_check_load(const gpuaesd_load *v)

@@ -105,3 +105,11 @@ void gpuaesd_publish_end(uint32_t op, uint64_t len, int whole, uint64_t ns, unsi
     publish_locked();
     pthread_mutex_unlock(&mu);
 }
+
+void gpuaesd_publish_read(gpuaesd_load *v)
+{
+    pthread_mutex_lock(&mu);
+    *v = cur;
+    v->gpu_up = (uint32_t)gpuaesd_gpu_up();
+    pthread_mutex_unlock(&mu);
+}

@@ -90,6 +90,12 @@ void gpuaesd_count_refused(void)
 
 void gpuaesd_status_fill(gpuaesd_status_reply *st)
 {
+    gpuaesd_status_self(st);
+    gpuaesd_devices_add_status(st);    /* the other GPUs' workers, if any */
+}
+
+void gpuaesd_status_self(gpuaesd_status_reply *st)
+{
     memset(st, 0, sizeof(*st));
     gpuaesd_hdr_init(&st->hdr, GPUAESD_STATUS_REPLY, sizeof(*st));
     st->service_pid = (uint32_t)getpid();
@@ -142,6 +148,10 @@ typedef struct client {
     unsigned published;                /* jobs counted in the published load (until run or dropped) */
     unsigned workers, idle;
     int closing;                       /* the reader has ended: queued jobs are dropped */
+    int routed;                        /* its first hello was looked at by devices.c */
+    _Alignas(8) unsigned char first[sizeof(gpuaesd_hello)]; /* a handed-over connection's hello */
+    size_t first_n;                    /* its length (0: none) */
+    int first_mfd;                     /* and its memfd (-1: none) */
     pthread_t tid[GPUAESD_INFLIGHT_MAX];
 } client;
 
@@ -511,7 +521,8 @@ static void queue_job(client *c, const unsigned char *m)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* One message: 0 to go on; -1 malformed, 1 the socket failed: drop the client. */
+/* One message: 0 to go on; -1 malformed, 1 the socket failed: drop the
+ * client; 2 handed over to another GPU's worker: drop it here. */
 static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
 {
     gpuaesd_hdr h;
@@ -526,6 +537,13 @@ static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
 
         if (c->seg != NULL || gpuaesd_check_hello(m, n) != 0)
             return -1;
+        /* A client's first hello decides its GPU: another's worker may take
+         * the connection (devices.c), then this process is done with it. */
+        if (!c->routed) {
+            c->routed = 1;
+            if (gpuaesd_devices_route(c->fd, c->pid, m, n, *mfd) == 1)
+                return 2;
+        }
         memcpy(&hello, m, sizeof(hello));
         gpuaesd_hdr_init(&rep.hdr, GPUAESD_HELLO_REPLY, sizeof(rep));
         if (hello.flags & GPUAESD_HELLO_WANT_SEG) {
@@ -555,6 +573,17 @@ static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
             return -1;
         gpuaesd_status_fill(&st);
         return send_reply(c, &st, sizeof(st)) == 0 ? 0 : 1;
+    }
+    if (h.type == GPUAESD_DEVICES) {
+        gpuaesd_devices_reply *r;
+        int rc;
+
+        if (gpuaesd_check_hdr(m, n, GPUAESD_DEVICES) != 0 || (r = calloc(1, sizeof(*r))) == NULL)
+            return -1;
+        gpuaesd_devices_fill(r);
+        rc = send_reply(c, r, sizeof(*r)) == 0 ? 0 : 1;
+        free(r);
+        return rc;
     }
     if (h.type == GPUAESD_JOB && gpuaesd_check_hdr(m, n, GPUAESD_JOB) == 0) {
         gpuaesd_job_reply rep = { 0 };
@@ -591,7 +620,15 @@ static void *client_main(void *arg)
         while (c->pending >= max_inflight)
             pthread_cond_wait(&c->room, &c->mu);
         pthread_mutex_unlock(&c->mu);
-        n = recv_msg(c->fd, m, sizeof(m), &mfd);
+        if (c->first_n > 0) {          /* handed over with its hello, read by the router */
+            n = (ssize_t)c->first_n;
+            memcpy(m, c->first, c->first_n);
+            mfd = c->first_mfd;
+            c->first_n = 0;
+            gpuaesd_wipe(c->first, sizeof(c->first));
+        } else {
+            n = recv_msg(c->fd, m, sizeof(m), &mfd);
+        }
         rc = n > 0 ? handle(c, m, (size_t)n, &mfd) : n == -2 ? -1 : 1;
         if (n > 0)
             gpuaesd_wipe(m, (size_t)n);  /* a request's key */
@@ -600,7 +637,7 @@ static void *client_main(void *arg)
         if (rc < 0)
             atomic_fetch_add(&n_malformed, 1);
         if (rc != 0)
-            break;
+            break;                     /* handed over (2): closing our copy leaves the connection up */
     }
     gpuaesd_wipe(m, sizeof(m));
     pthread_mutex_lock(&c->mu);        /* running jobs finish, queued ones are dropped */
@@ -655,7 +692,12 @@ unsigned gpuaesd_serve_init(unsigned jobs_per_client)
 
 int gpuaesd_serve(int fd, pid_t pid)
 {
-    client *c = calloc(1, sizeof(*c));
+    return gpuaesd_serve_handed(fd, pid, NULL, 0, -1);
+}
+
+int gpuaesd_serve_handed(int fd, pid_t pid, const void *hello, size_t n, int mfd)
+{
+    client *c = n <= sizeof(gpuaesd_hello) ? calloc(1, sizeof(*c)) : NULL;
     pthread_attr_t a;
     pthread_t t;
     int slot = -1, ok = 0;
@@ -672,6 +714,11 @@ int gpuaesd_serve(int fd, pid_t pid)
         c->fd = fd;
         c->slot = slot;
         c->pid = pid;
+        c->routed = hello != NULL;     /* a worker's connection stays with it */
+        c->first_n = hello != NULL ? n : 0;
+        c->first_mfd = hello != NULL ? mfd : -1;
+        if (hello != NULL)
+            memcpy(c->first, hello, n);
         table[slot] = fd;
         nclients++;
         atomic_fetch_add(&n_total, 1); /* before its thread: a STATUS it answers counts itself */
@@ -696,8 +743,12 @@ int gpuaesd_serve(int fd, pid_t pid)
             pthread_cond_destroy(&c->work);
             pthread_cond_destroy(&c->room);
         }
+        if (c != NULL)
+            gpuaesd_wipe(c, sizeof(*c));
         free(c);
         close(fd);
+        if (mfd >= 0)
+            close(mfd);
         return -1;
     }
     return 0;

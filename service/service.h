@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "gpuaesd_load.h"
 #include "gpuaesd_proto.h"
 
 /* Before the first client; jobs_per_client: the jobs of one connection run
@@ -35,8 +36,40 @@ void gpuaesd_count_refused(void);
  * threads to end.  0 when none is left. */
 int gpuaesd_clients_stop(int wait_ms);
 
-/* The status reply, as of now. */
+/* As gpuaesd_serve, for a connection another process of the service read
+ * the first hello of (devices.c): hello (n bytes) and its memfd (mfd, or -1)
+ * are handled first.  Takes fd and mfd either way. */
+int gpuaesd_serve_handed(int fd, pid_t pid, const void *hello, size_t n, int mfd);
+
+/* The status reply, as of now: this process's (self), or the service's,
+ * the other GPUs' workers included. */
 void gpuaesd_status_fill(gpuaesd_status_reply *st);
+void gpuaesd_status_self(gpuaesd_status_reply *st);
+
+/* devices.c: several GPUs (docs/SERVICE.md, "Several GPUs").
+ * parse: the devices knob ("all", or a list "0,2"), -1 when malformed; self:
+ * the device this process serves (the list's first, else 0; serve_as sets
+ * a worker's).  spawn: once
+ * this process's GPU start-up is over, a worker for each further device.
+ * route: at a connection's first hello, 1 when it was handed to another
+ * GPU's worker (then drop it here), 0 to serve it here.  fill: the DEVICES
+ * reply.  clients / last_activity_ms: the workers' (for the idle exit).
+ * stop: tells the workers to end; join: waits for them.
+ * worker_serve: a worker's loop on its control socket ctl, until it ends or
+ * sfd (a signalfd) is readable. */
+int gpuaesd_devices_parse(const char *s);
+int gpuaesd_devices_self(void);
+void gpuaesd_devices_serve_as(int device);
+void gpuaesd_devices_spawn(const char *dir, unsigned jobs, long idle_s);
+int gpuaesd_devices_spawned(void);
+int gpuaesd_devices_route(int fd, pid_t pid, const void *hello, size_t n, int mfd);
+void gpuaesd_devices_add_status(gpuaesd_status_reply *st);
+void gpuaesd_devices_fill(gpuaesd_devices_reply *r);
+unsigned gpuaesd_devices_clients(void);
+uint64_t gpuaesd_devices_last_activity_ms(void);
+void gpuaesd_devices_stop(void);
+void gpuaesd_devices_join(void);
+int gpuaesd_worker_serve(int ctl, int sfd);
 
 /* The published load (publish.c; include/gpuaesd_load.h).  init: before
  * the first client; fd: the read-only descriptor each hello reply carries,
@@ -47,6 +80,7 @@ void gpuaesd_status_fill(gpuaesd_status_reply *st);
  * -1, 0, -1 if none left, -len). */
 void gpuaesd_publish_init(void);
 int gpuaesd_publish_fd(void);
+void gpuaesd_publish_read(gpuaesd_load *v);     /* a copy of what the page says now */
 void gpuaesd_publish_clients(int delta);
 void gpuaesd_publish_job(int queued, int running, int busy, int64_t bytes);
 unsigned gpuaesd_publish_start(void);

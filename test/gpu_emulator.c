@@ -73,6 +73,7 @@ void gpuaes_key_free(gpuaes_key *key)
  * read from any thread; never configured (test_ks_api_emu), the defaults.
  */
 static atomic_int emu_disabled;
+static atomic_int emu_device;          /* the configured device: usable when below emu_devices() */
 static atomic_int emu_fault = GPUAES_FAULT_NONE;
 static _Atomic size_t emu_mem_max = (size_t)-1, emu_slot_bytes = (size_t)96 << 20;
 static _Atomic size_t emu_mem_held;
@@ -85,6 +86,7 @@ void gpuaes_gpu_configure(const gpuaes_gpu_settings *s)
     if (s == NULL)
         return;
     atomic_store(&emu_disabled, s->disable_gpu != 0);
+    atomic_store(&emu_device, s->device);
     atomic_store(&emu_fault, (int)s->fault);
     atomic_store(&emu_mem_max, s->gpu_memory_max);
     while (chunk * 2 <= s->staging_chunk && chunk < GPUAES_STAGING_CHUNK_MAX)
@@ -137,9 +139,19 @@ static pthread_cond_t emu_cv = PTHREAD_COND_INITIALIZER;
 static pthread_t emu_thread;
 static int emu_joinable;
 
+/* GPUAES_EMU_DEVICES=N (1..16; default 1): the devices the emulated layer
+ * sees (gpuaesd's workers of several GPUs, tested without one). */
+static int emu_devices(void)
+{
+    const char *e = getenv("GPUAES_EMU_DEVICES");
+    long n = e != NULL ? strtol(e, NULL, 10) : 1;
+
+    return n >= 1 && n <= 16 ? (int)n : 1;
+}
+
 static void emu_finish(void)
 {
-    emu_usable = !atomic_load(&emu_disabled);
+    emu_usable = !atomic_load(&emu_disabled) && atomic_load(&emu_device) < emu_devices();
     pthread_mutex_lock(&emu_lock);
     atomic_store(&emu_state, EMU_READY);
     pthread_cond_broadcast(&emu_cv);
@@ -239,8 +251,18 @@ int gpuaes_gpu_supports(gpuaes_op op)
 
 const char *gpuaes_gpu_description(void)
 {
-    return gpuaes_gpu_wait() ? "CPU emulation of the GPU layer (tests only)"
-                             : "disabled by GPUAES_DISABLE_GPU";
+    static _Thread_local char buf[96];
+
+    if (!gpuaes_gpu_wait())
+        return atomic_load(&emu_disabled) ? "disabled by GPUAES_DISABLE_GPU"
+                                          : "no usable GPU: no such emulated device";
+    snprintf(buf, sizeof(buf), "CPU emulation of the GPU layer (tests only), device %d", atomic_load(&emu_device));
+    return buf;
+}
+
+int gpuaes_gpu_device_count(void)
+{
+    return gpuaes_gpu_started() ? emu_devices() : 0;
 }
 
 static atomic_uint emu_running, emu_peak;     /* jobs in gpuaes_gpu_run now, and at most */

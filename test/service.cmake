@@ -9,7 +9,7 @@ target_link_libraries(gpuaesd_emu PRIVATE gpuaesd_client OpenSSL::Crypto Threads
 set_target_properties(gpuaesd_emu PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/emu)
 
 add_executable(test_service test_service.c test_service_hostile.c test_service_activation.c
-  test_service_load.c test_service_spare.c service_util.c
+  test_service_load.c test_service_spare.c test_service_devices.c service_util.c
   ${PROJECT_SOURCE_DIR}/provider/gcm_math.c)
 target_include_directories(test_service PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/provider
   ${PROJECT_SOURCE_DIR}/service)
@@ -27,8 +27,9 @@ add_dependencies(test_service gpuaesd_emu)
 # load: the published load (seqlock across processes, hostile tables, two
 # connections seeing each other's jobs, a table no client can write); warm:
 # no job waits on a cold GPU layer (the service warms it before it serves);
-# spare: a client gets a segment the service made and registered ahead.
-foreach(t diff fuzz uid dir kill activation inflight load warm spare)
+# spare: a client gets a segment the service made and registered ahead;
+# devices: two emulated GPUs, a worker process for the second.
+foreach(t diff fuzz uid dir kill activation inflight load warm spare devices)
   add_test(NAME service_${t} COMMAND test_service ${t} $<TARGET_FILE:gpuaesd_emu>)
   set_tests_properties(service_${t} PROPERTIES LABELS "emu;service" SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()

@@ -35,6 +35,7 @@ int svc_run_activation(const char *service);
 int svc_run_inflight(const char *service);
 int svc_run_load(const char *service);
 int svc_run_spare(const char *service);
+int svc_run_devices(const char *service);
 
 #define SEG ((size_t)8 << 20)
 
@@ -343,7 +344,7 @@ static int run_warm(const char *service)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: test_service diff|kill|fuzz|uid|dir|activation|inflight|load|warm|spare SERVICE [--gpu]\n");
+        fprintf(stderr, "usage: test_service diff|kill|fuzz|uid|dir|activation|inflight|load|warm|spare|devices SERVICE [--gpu]\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -368,5 +369,7 @@ int main(int argc, char **argv)
         return svc_run_inflight(argv[2]);
     if (strcmp(argv[1], "spare") == 0)
         return svc_run_spare(argv[2]);
+    if (strcmp(argv[1], "devices") == 0)
+        return svc_run_devices(argv[2]);
     return 2;
 }
