@@ -28,7 +28,8 @@ extern "C" {
 #endif
 
 #define GPUAESD_MAGIC   0x64616767u   /* "ggad" in memory order: g g a d */
-#define GPUAESD_VERSION 3u           /* 2: several jobs in flight (max_inflight); 3: keystream ops */
+#define GPUAESD_VERSION 4u           /* 2: several jobs in flight (max_inflight); 3: keystream ops;
+                                        4: job rings, DEVICES */
 
 /* Jobs of one connection the service runs at once (HELLO_REPLY.max_inflight):
  * it reads no further request of that connection while so many run, so a
@@ -93,8 +94,10 @@ typedef struct gpuaesd_hello {
 } gpuaesd_hello;
 
 /* hello.flags: no memfd passed; the client asks for one of the service's
- * spare segments of seg_size bytes (docs/SERVICE.md, "Shared memory"). */
+ * spare segments of seg_size bytes (docs/SERVICE.md, "Shared memory").
+ * RING: jobs and replies through a job ring, not the socket ("Job rings"). */
 #define GPUAESD_HELLO_WANT_SEG 1u
+#define GPUAESD_HELLO_RING 2u
 
 /* hello_reply.flags: SEG_GIVEN (status OK): the reply's first descriptor is
  * the segment, a sealed memfd of seg_size bytes registered for DMA, the
@@ -102,6 +105,11 @@ typedef struct gpuaesd_hello {
  * ready; the connection stays open for a hello with the client's own memfd. */
 #define GPUAESD_HELLO_SEG_GIVEN 1u
 #define GPUAESD_HELLO_NO_SPARE 2u
+/* RING_GIVEN (status OK, asked for with RING): the reply's first three
+ * descriptors are the job ring (a sealed memfd of GPUAESD_RING_BYTES), the
+ * service's wake-up eventfd and the client's; then the segment (SEG_GIVEN),
+ * then the published load (if any).  Without it, jobs go over the socket. */
+#define GPUAESD_HELLO_RING_GIVEN 4u
 
 typedef struct gpuaesd_hello_reply {
     gpuaesd_hdr hdr;
@@ -109,7 +117,7 @@ typedef struct gpuaesd_hello_reply {
     uint32_t service_pid;
     uint64_t max_job;        /* the longest job the service takes */
     uint32_t max_inflight;   /* jobs it runs at once for this connection, 1..GPUAESD_INFLIGHT_MAX */
-    uint32_t flags;          /* GPUAESD_HELLO_SEG_GIVEN or _NO_SPARE (with WANT_SEG), else 0 */
+    uint32_t flags;          /* GPUAESD_HELLO_SEG_GIVEN or _NO_SPARE (with WANT_SEG), RING_GIVEN */
 } gpuaesd_hello_reply;
 
 /*
@@ -164,10 +172,41 @@ typedef struct gpuaesd_status_reply {
     uint64_t jobs_direct;         /* of jobs_gpu, run by DMA straight from the segment */
     uint64_t bytes_direct;        /* their done */
     uint64_t segments_given;      /* spare segments handed out with a hello (GPUAESD_HELLO_WANT_SEG) */
+    uint64_t jobs_ring;           /* of jobs, those that came through a job ring */
     uint32_t gpu_up;         /* GPUAESD_GPU_*: whether jobs can run on a GPU now */
     uint32_t spares_ready;   /* spare segments ready now */
     char gpu[160];           /* gpuaes_gpu_state(), NUL-terminated */
 } gpuaesd_status_reply;
+
+/*
+ * A job ring (docs/SERVICE.md, "Job rings"): shared memory the service makes
+ * for one connection, so that a job and its reply cost no socket message.
+ * The client writes requests into sq[] and publishes them by advancing
+ * sq_tail; the service copies each out once, checks the copy, and publishes
+ * replies in cq[] by advancing cq_tail.  Indices count up (mod 2^32); slot
+ * = index % GPUAESD_RING_SLOTS.  Each side keeps its own indices privately
+ * and believes nothing of the other's beyond a range check.  A side that
+ * found nothing to do sets its *_sleeping word, re-checks, and waits on its
+ * eventfd (and the socket, which still tells a peer's death); the other
+ * side, after publishing, writes that eventfd only when the word is set.
+ * Both check and publish with sequentially consistent fences between, so
+ * that no wake-up is lost.
+ */
+#define GPUAESD_RING_SLOTS 64u        /* >= GPUAESD_INFLIGHT_MAX: a client with room never overruns */
+#define GPUAESD_RING_MAGIC 0x676e6972u /* "ring" */
+#define GPUAESD_RING_BYTES 16384u
+
+typedef struct gpuaesd_ring {
+    uint32_t magic, slots;                   /* GPUAESD_RING_MAGIC, GPUAESD_RING_SLOTS */
+    _Alignas(64) uint32_t sq_tail;           /* client: requests published */
+    uint32_t cli_sleeping;                   /* client: 1 while it waits for a reply */
+    _Alignas(64) uint32_t sq_head;           /* service: requests taken */
+    uint32_t svc_sleeping;                   /* service: 1 while it waits for a request */
+    _Alignas(64) uint32_t cq_tail;           /* service: replies published */
+    _Alignas(64) uint32_t cq_head;           /* client: replies taken */
+    _Alignas(64) gpuaesd_job_req sq[GPUAESD_RING_SLOTS];
+    gpuaesd_job_reply cq[GPUAESD_RING_SLOTS];
+} gpuaesd_ring;
 
 /* The GPUs one service uses at most (docs/SERVICE.md, "Several GPUs"): the
  * service's own process serves the first, a worker process each other. */

@@ -21,4 +21,4 @@ cmake --build "$build" -j"$jobs" --target gpuaes_emu test_diff test_keystream te
 source scripts/sanitizer_env.sh
 cd "$build"
 ctest --output-on-failure -j"$jobs" \
-  -R '^(diff_threads|diff_gpu_threads_small_emu|mix_gpu_emu|cpu_share(_ctr|_off)?_gpu_emu|keystream_emu|keystream_tiny_emu|keystream_fault_emu|keystream_off|ks_api_emu|copy_pool|settings|ks_life_pool_emu|ks_life_mixed_emu|startup_emu|unload_emu|dispatch_slow_emu|dispatch_model_.*|service_diff|service_diff_noreg|service_fuzz|service_kill|service_inflight|diff_service_emu|diff_service_killed_emu|diff_service_failmid_emu|direct_emu)$'
+  -R '^(diff_threads|diff_gpu_threads_small_emu|mix_gpu_emu|cpu_share(_ctr|_off)?_gpu_emu|keystream_emu|keystream_tiny_emu|keystream_fault_emu|keystream_off|ks_api_emu|copy_pool|settings|ks_life_pool_emu|ks_life_mixed_emu|startup_emu|unload_emu|dispatch_slow_emu|dispatch_model_.*|service_diff|service_diff_noreg|service_fuzz|service_kill|service_inflight|diff_service_emu|diff_service_killed_emu|diff_service_failmid_emu|direct_emu|service_devices)$'

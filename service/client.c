@@ -24,6 +24,7 @@
 #include "gpuaesd_client.h"
 #include "fdpass.h"
 #include "gpuaesd_load.h"
+#include "ring.h"
 #include "sockdir.h"
 
 extern char **environ;
@@ -37,6 +38,10 @@ typedef struct posted {
 struct gpuaesd_conn {
     int fd;
     int dead;
+    gpuaesd_ring *ring;                /* jobs through the ring (RING_GIVEN), else the socket */
+    int svc_efd, cli_efd;              /* the ring's wake-ups: the service's, ours */
+    uint32_t sq_tail, cq_head;         /* our indices (the shared ones are only told) */
+    int64_t end_checked_ms;            /* a ring poll's last look at the socket */
     unsigned char *seg;
     size_t seg_size;
     uint64_t next_id;
@@ -270,28 +275,58 @@ static int map_given(gpuaesd_conn *c, int mfd, size_t n)
     return 0;
 }
 
-/* One hello (with mfd when >= 0) and its checked reply, with up to two
- * descriptors in fds (-1 where none).  0; HELLO_HUNG_UP when the peer closed
- * without a reply (a dying service's listener can still take a connection);
- * or -1 (fds closed either way). */
-enum { HELLO_HUNG_UP = -2 };
+/* One hello (with mfd when >= 0) and its checked reply, with up to
+ * HELLO_FDS descriptors in fds (-1 where none).  0; HELLO_HUNG_UP when the
+ * peer closed without a reply (a dying service's listener can still take a
+ * connection); or -1 (fds closed either way). */
+enum { HELLO_HUNG_UP = -2, HELLO_FDS = 5 };
 
-static int say_hello(gpuaesd_conn *c, const gpuaesd_hello *h, int mfd, gpuaesd_hello_reply *r, int fds[2],
-                     int64_t deadline)
+static void close_fds(int *fds, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (fds[i] >= 0)
+            close(fds[i]);
+        fds[i] = -1;
+    }
+}
+
+static int say_hello(gpuaesd_conn *c, const gpuaesd_hello *h, int mfd, gpuaesd_hello_reply *r,
+                     int fds[HELLO_FDS], int64_t deadline)
 {
     ssize_t n = -1;
 
-    fds[0] = fds[1] = -1;
+    for (int i = 0; i < HELLO_FDS; i++)
+        fds[i] = -1;
     errno = 0;
     if (send_until(c->fd, h, sizeof(*h), mfd, deadline) == 0)
-        n = recv_fd_until(c->fd, r, sizeof(*r), fds, 2, deadline);
+        n = recv_fd_until(c->fd, r, sizeof(*r), fds, HELLO_FDS, deadline);
     if (n >= 0 && gpuaesd_check_hello_reply(r, (size_t)n) == 0)
         return 0;
-    for (int i = 0; i < 2; i++)
-        if (fds[i] >= 0)
-            close(fds[i]);
-    fds[0] = fds[1] = -1;
+    close_fds(fds, HELLO_FDS);
     return n < 0 && (errno == ECONNRESET || errno == EPIPE) ? HELLO_HUNG_UP : -1;
+}
+
+/* GPUAES_SERVICE_RING=0: jobs over the socket (A/B measurements). */
+static int want_ring(void)
+{
+    const char *e = getenv("GPUAES_SERVICE_RING");
+
+    return e == NULL || strcmp(e, "0") != 0;
+}
+
+/* A RING_GIVEN reply's first three descriptors (taken: -1 left there):
+ * the ring mapped and both eventfds kept.  0, or -1. */
+static int take_ring(gpuaesd_conn *c, int fds[HELLO_FDS])
+{
+    if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0 || (c->ring = gpuaesd_ring_map(fds[0])) == NULL)
+        return -1;
+    close(fds[0]);
+    c->svc_efd = fds[1];
+    c->cli_efd = fds[2];
+    fds[0] = fds[1] = fds[2] = -1;
+    c->sq_tail = ring_load(&c->ring->sq_tail);
+    c->cq_head = ring_load(&c->ring->cq_head);
+    return 0;
 }
 
 /* A connection to a service, started when none answers. */
@@ -316,8 +351,8 @@ gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_
     gpuaesd_conn *c = calloc(1, sizeof(*c));
     gpuaesd_hello h = { 0 };
     gpuaesd_hello_reply r;
-    int mfd, lfd = -1, fds[2];
-    int rc;
+    int mfd, lfd = -1, fds[HELLO_FDS];
+    int rc, k;
 
     if (c == NULL || resolve_dir(socket_dir, dir, sizeof(dir)) != 0) {
         snprintf(err, errn, "out of memory, or socket directory name too long");
@@ -328,6 +363,7 @@ gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_
         free(c);
         return NULL;
     }
+    c->svc_efd = c->cli_efd = -1;
     /* First a spare segment of the service's (ready and registered: no page
      * faults, no staged jobs); when none is ready, on the same connection
      * (one more round trip, tens of µs), a segment of our own.  A service
@@ -336,7 +372,7 @@ gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_
     gpuaesd_hdr_init(&h.hdr, GPUAESD_HELLO, sizeof(h));
     h.seg_size = seg_size;
     h.pid = (uint32_t)getpid();
-    h.flags = GPUAESD_HELLO_WANT_SEG;
+    h.flags = GPUAESD_HELLO_WANT_SEG | (want_ring() ? GPUAESD_HELLO_RING : 0);
     for (;;) {
         c->fd = dial_or_start(dir, service, deadline);
         if (c->fd < 0) {
@@ -350,30 +386,34 @@ gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_
         close(c->fd);
         nap_ms(5);
     }
+    /* The reply's descriptors: the ring's three (RING_GIVEN), the segment
+     * (SEG_GIVEN), the published load. */
     if (rc == 0 && r.status == GPUAESD_OK && (r.flags & GPUAESD_HELLO_SEG_GIVEN)) {
-        rc = map_given(c, fds[0], seg_size);
-        lfd = fds[1];
+        k = (r.flags & GPUAESD_HELLO_RING_GIVEN) ? 3 : 0;
+        rc = k > 0 && take_ring(c, fds) != 0 ? -1 : map_given(c, fds[k], seg_size);
+        fds[k] = -1;                   /* map_given closed it */
+        lfd = fds[k + 1];
+        fds[k + 1] = -1;
     } else if (rc == 0 && (r.flags & GPUAESD_HELLO_NO_SPARE)) {
-        for (int i = 0; i < 2; i++)
-            if (fds[i] >= 0)
-                close(fds[i]);
+        close_fds(fds, HELLO_FDS);
         if ((mfd = make_segment(c, seg_size)) < 0) {
             snprintf(err, errn, "memfd segment of %zu bytes: %s", seg_size, strerror(errno));
             gpuaesd_close(c);
             return NULL;
         }
-        h.flags = 0;
-        rc = say_hello(c, &h, mfd, &r, fds, deadline) == 0 && r.status == GPUAESD_OK && r.flags == 0 ? 0 : -1;
+        h.flags &= ~GPUAESD_HELLO_WANT_SEG;
+        rc = say_hello(c, &h, mfd, &r, fds, deadline) == 0 && r.status == GPUAESD_OK
+             && (r.flags & ~GPUAESD_HELLO_RING_GIVEN) == 0 ? 0 : -1;
         close(mfd);                    /* both mappings keep the memory */
-        lfd = fds[0];
-        if (fds[1] >= 0)
-            close(fds[1]);
+        k = (r.flags & GPUAESD_HELLO_RING_GIVEN) ? 3 : 0;
+        if (rc == 0 && k > 0 && take_ring(c, fds) != 0)
+            rc = -1;
+        lfd = fds[k];
+        fds[k] = -1;
     } else if (rc == 0) {
-        for (int i = 0; i < 2; i++)    /* refused: nothing of it kept */
-            if (fds[i] >= 0)
-                close(fds[i]);
-        rc = -1;
+        rc = -1;                       /* refused: nothing of it kept */
     }
+    close_fds(fds, HELLO_FDS);
     if (rc != 0) {
         snprintf(err, errn, "the service refused or did not answer the hello");
         if (lfd >= 0)
@@ -427,7 +467,13 @@ int gpuaesd_post(gpuaesd_conn *c, gpuaesd_job_req *req, int timeout_ms)
         return 1;
     gpuaesd_hdr_init(&req->hdr, GPUAESD_JOB, sizeof(*req));
     req->id = ++c->next_id;
-    if (send_until(c->fd, req, sizeof(*req), -1, now_ms() + timeout_ms) != 0) {
+    if (c->ring != NULL) {
+        /* Its slot's last request is answered (no more than max_inflight,
+         * <= GPUAESD_RING_SLOTS, are unanswered): the service is done with it. */
+        c->ring->sq[c->sq_tail % GPUAESD_RING_SLOTS] = *req;
+        ring_store(&c->ring->sq_tail, ++c->sq_tail);
+        ring_kick(&c->ring->svc_sleeping, c->svc_efd);
+    } else if (send_until(c->fd, req, sizeof(*req), -1, now_ms() + timeout_ms) != 0) {
         c->dead = 1;
         return -1;
     }
@@ -458,12 +504,44 @@ static int take_reply(gpuaesd_conn *c, const gpuaesd_job_reply *rep, ssize_t n)
     return -1;
 }
 
+/* The ring's next reply, if any: 1 (checked and taken), 0, or -1 (dead). */
+static int ring_reply(gpuaesd_conn *c, gpuaesd_job_reply *rep)
+{
+    uint32_t avail = ring_load(&c->ring->cq_tail) - c->cq_head;
+
+    if (avail == 0)
+        return 0;
+    if (avail > GPUAESD_RING_SLOTS) {  /* nonsense from the service */
+        c->dead = 1;
+        return -1;
+    }
+    *rep = c->ring->cq[c->cq_head % GPUAESD_RING_SLOTS];
+    ring_store(&c->ring->cq_head, ++c->cq_head);
+    return take_reply(c, rep, sizeof(*rep)) == 0 ? 1 : -1;
+}
+
 int gpuaesd_poll_reply(gpuaesd_conn *c, gpuaesd_job_reply *rep)
 {
     ssize_t r;
 
     if (c == NULL || c->dead || c->npending == 0)
         return c == NULL || c->dead ? -1 : 0;
+    if (c->ring != NULL) {
+        int rc = ring_reply(c, rep);
+        char b;
+
+        /* Nothing yet: at most once a millisecond, whether the service is
+         * gone (its socket's end), as a poll on the socket would tell. */
+        if (rc == 0 && now_ms() != c->end_checked_ms) {
+            c->end_checked_ms = now_ms();
+            r = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+                c->dead = 1;
+                return -1;
+            }
+        }
+        return rc;
+    }
     do
         r = recv(c->fd, rep, sizeof(*rep), MSG_TRUNC | MSG_DONTWAIT);
     while (r < 0 && errno == EINTR);
@@ -476,12 +554,47 @@ int gpuaesd_poll_reply(gpuaesd_conn *c, gpuaesd_job_reply *rep)
     return take_reply(c, rep, r) == 0 ? 1 : -1;
 }
 
+/* Waits for the ring's next reply until the deadline: our eventfd wakes us
+ * once we said we sleep; the socket, on which a ringed service sends
+ * nothing, tells its end. */
+static int ring_wait(gpuaesd_conn *c, gpuaesd_job_reply *rep, int64_t deadline)
+{
+    for (;;) {
+        int rc = ring_reply(c, rep);
+        int64_t left = deadline - now_ms();
+        struct pollfd p[2] = { { c->fd, POLLIN, 0 }, { c->cli_efd, POLLIN, 0 } };
+
+        if (rc != 0)
+            return rc > 0 ? 0 : -1;
+        ring_store(&c->ring->cli_sleeping, 1);
+        ring_fence();
+        if (ring_load(&c->ring->cq_tail) != c->cq_head) {
+            ring_store(&c->ring->cli_sleeping, 0);
+            continue;
+        }
+        rc = left > 0 ? poll(p, 2, left > INT32_MAX ? INT32_MAX : (int)left) : 0;
+        ring_store(&c->ring->cli_sleeping, 0);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (p[1].revents & POLLIN)
+            ring_drain(c->cli_efd);
+        if (rc == 0 || rc < 0 || (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+            if ((rc = ring_reply(c, rep)) != 0)   /* answered before its end */
+                return rc > 0 ? 0 : -1;
+            c->dead = 1;                          /* ended, or the deadline */
+            return -1;
+        }
+    }
+}
+
 int gpuaesd_wait_any(gpuaesd_conn *c, gpuaesd_job_reply *rep, int timeout_ms)
 {
     ssize_t n;
 
     if (c == NULL || c->dead || c->npending == 0)
         return -1;
+    if (c->ring != NULL)
+        return ring_wait(c, rep, now_ms() + timeout_ms);
     if ((n = recv_until(c->fd, rep, sizeof(*rep), now_ms() + timeout_ms)) < 0) {
         c->dead = 1;
         return -1;
@@ -510,6 +623,11 @@ void gpuaesd_close(gpuaesd_conn *c)
     if (c->seg != NULL)
         munmap(c->seg, c->seg_size);
     gpuaesd_load_unmap(c->load);
+    gpuaesd_ring_unmap(c->ring);
+    if (c->svc_efd >= 0)
+        close(c->svc_efd);
+    if (c->cli_efd >= 0)
+        close(c->cli_efd);
     if (c->fd >= 0)
         close(c->fd);
     free(c);

@@ -413,6 +413,7 @@ void gpuaesd_devices_add_status(gpuaesd_status_reply *st)
         st->jobs_direct += w.jobs_direct;
         st->bytes_direct += w.bytes_direct;
         st->segments_given += w.segments_given;
+        st->jobs_ring += w.jobs_ring;
         st->spares_ready += w.spares_ready;
         if (st->gpu_up != GPUAESD_GPU_READY && w.gpu_up == GPUAESD_GPU_READY)
             st->gpu_up = GPUAESD_GPU_READY;

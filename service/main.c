@@ -80,6 +80,7 @@ static int print_status(const char *dir)
            (unsigned long long)st.jobs_direct, (unsigned long long)st.bytes_direct);
     printf("spare: %llu segments handed out, %u ready\n", (unsigned long long)st.segments_given,
            st.spares_ready);
+    printf("rings: %llu jobs through job rings\n", (unsigned long long)st.jobs_ring);
     printf("gpu: %s\n", st.gpu);
     gpuaesd_devices_reply *d = calloc(1, sizeof(*d));
     if (d != NULL && gpuaesd_query_devices(dir, d, 2000) == 0 && d->n > 1)

@@ -15,11 +15,13 @@ _Static_assert(sizeof(gpuaesd_hello_reply) == 40, "gpuaesd_hello_reply");
 _Static_assert(sizeof(gpuaesd_job_req) == 120, "gpuaesd_job_req");
 _Static_assert(sizeof(gpuaesd_job_reply) == 88, "gpuaesd_job_reply");
 /* 280: the DMA counters (issue 22, step "registration for DMA") grew it from
- * 240, 288 the spare segments' counter; both ends insist on the exact size,
- * so a client and a service of different builds see a STATUS_REPLY of the
- * other size as malformed. */
-_Static_assert(sizeof(gpuaesd_status_reply) == 288, "gpuaesd_status_reply");
+ * 240, 288 the spare segments' counter, 296 the job rings'; both ends insist
+ * on the exact size (and version), so a client and a service of different
+ * builds see a STATUS_REPLY of the other size as malformed. */
+_Static_assert(sizeof(gpuaesd_status_reply) == 296, "gpuaesd_status_reply");
 _Static_assert(sizeof(gpuaesd_device_load) == 144, "gpuaesd_device_load");
+_Static_assert(sizeof(gpuaesd_ring) <= GPUAESD_RING_BYTES && GPUAESD_RING_SLOTS >= GPUAESD_INFLIGHT_MAX
+               && (GPUAESD_RING_SLOTS & (GPUAESD_RING_SLOTS - 1)) == 0, "gpuaesd_ring");
 _Static_assert(sizeof(gpuaesd_devices_reply) == 24 + 16 * 144, "gpuaesd_devices_reply");
 
 static size_t type_size(enum gpuaesd_type t)
@@ -77,7 +79,7 @@ int gpuaesd_check_hello(const void *msg, size_t n)
         return -1;
     memcpy(&m, msg, sizeof(m));
     if (m.seg_size < GPUAESD_SEG_MIN || m.seg_size > GPUAESD_SEG_MAX || m.seg_size % 4096 != 0
-        || (m.flags & ~GPUAESD_HELLO_WANT_SEG) != 0)
+        || (m.flags & ~(GPUAESD_HELLO_WANT_SEG | GPUAESD_HELLO_RING)) != 0)
         return -1;
     return 0;
 }
@@ -134,8 +136,9 @@ int gpuaesd_check_hello_reply(const void *msg, size_t n)
     if (gpuaesd_check_hdr(msg, n, GPUAESD_HELLO_REPLY) != 0)
         return -1;
     memcpy(&r, msg, sizeof(r));
-    if (r.status > GPUAESD_ESEGMENT || (r.flags & ~(GPUAESD_HELLO_SEG_GIVEN | GPUAESD_HELLO_NO_SPARE)) != 0
-        || ((r.flags & GPUAESD_HELLO_SEG_GIVEN) && r.status != GPUAESD_OK)
+    if (r.status > GPUAESD_ESEGMENT
+        || (r.flags & ~(GPUAESD_HELLO_SEG_GIVEN | GPUAESD_HELLO_NO_SPARE | GPUAESD_HELLO_RING_GIVEN)) != 0
+        || ((r.flags & (GPUAESD_HELLO_SEG_GIVEN | GPUAESD_HELLO_RING_GIVEN)) && r.status != GPUAESD_OK)
         || ((r.flags & GPUAESD_HELLO_NO_SPARE) && r.status != GPUAESD_ESEGMENT))
         return -1;
     return r.status != GPUAESD_OK || (r.max_inflight >= 1 && r.max_inflight <= GPUAESD_INFLIGHT_MAX) ? 0 : -1;

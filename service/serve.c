@@ -17,12 +17,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -31,6 +33,7 @@
 
 #include "gpuaes_gpu.h"
 #include "fdpass.h"
+#include "ring.h"
 #include "service.h"
 
 #define MAX_CLIENTS 256
@@ -43,7 +46,8 @@ static int table_ready;
 static unsigned max_inflight = 4;      /* per client: gpuaesd_serve_init */
 
 static atomic_ullong n_total, n_refused, n_jobs, n_jobs_gpu, n_bytes_gpu, n_malformed;
-static atomic_ullong n_segs_registered, n_register_failed, n_jobs_direct, n_bytes_direct, n_segs_given;
+static atomic_ullong n_segs_registered, n_register_failed, n_jobs_direct, n_bytes_direct, n_segs_given,
+    n_jobs_ring;
 static _Atomic uint64_t last_activity, started_ms;
 
 static uint64_t now_ns(void)
@@ -112,6 +116,7 @@ void gpuaesd_status_self(gpuaesd_status_reply *st)
     st->jobs_direct = atomic_load(&n_jobs_direct);
     st->bytes_direct = atomic_load(&n_bytes_direct);
     st->segments_given = atomic_load(&n_segs_given);
+    st->jobs_ring = atomic_load(&n_jobs_ring);
     st->spares_ready = gpuaesd_spares_ready();
     st->gpu_up = (uint32_t)gpuaesd_gpu_up();
     strncpy(st->gpu, st->gpu_up == GPUAESD_GPU_STARTING && gpuaes_gpu_started() ? "GPU warming up"
@@ -148,6 +153,9 @@ typedef struct client {
     unsigned published;                /* jobs counted in the published load (until run or dropped) */
     unsigned workers, idle;
     int closing;                       /* the reader has ended: queued jobs are dropped */
+    gpuaesd_ring *ring;                /* its job ring (RING_GIVEN), else jobs on the socket */
+    int ring_fd, svc_efd, cli_efd;     /* the ring's memfd (until the hello reply), wake-ups */
+    uint32_t sq_head, cq_tail;         /* our indices: the shared ones are only told */
     int routed;                        /* its first hello was looked at by devices.c */
     _Alignas(8) unsigned char first[sizeof(gpuaesd_hello)]; /* a handed-over connection's hello */
     size_t first_n;                    /* its length (0: none) */
@@ -191,16 +199,22 @@ static int send_msg(int fd, const void *m, size_t n)
 
 static int send_reply(client *c, const void *m, size_t n);
 
-/* The hello reply: the segment given (sfd, else -1), then the published
- * load's descriptor when there is one. */
+/* The hello reply: the ring's memfd and eventfds (RING_GIVEN), the segment
+ * given (sfd, else -1), then the published load's descriptor when there is
+ * one. */
 static int send_hello_reply(client *c, const gpuaesd_hello_reply *rep, int sfd)
 {
     gpuaesd_cmsg cb;
     struct iovec iov = { (void *)rep, sizeof(*rep) };
     struct msghdr mh = { 0 };
-    int fds[2], n = 0;
+    int fds[5], n = 0;
     ssize_t w;
 
+    if (rep->flags & GPUAESD_HELLO_RING_GIVEN) {
+        fds[n++] = c->ring_fd;
+        fds[n++] = c->svc_efd;
+        fds[n++] = c->cli_efd;
+    }
     if (sfd >= 0)
         fds[n++] = sfd;
     if (rep->status == GPUAESD_OK && (fds[n] = gpuaesd_publish_fd()) >= 0)
@@ -218,6 +232,66 @@ static int send_hello_reply(client *c, const gpuaesd_hello_reply *rep, int sfd)
     return w == (ssize_t)sizeof(*rep) ? 0 : -1;
 }
 
+/* GPUAESD_RING=0: no job rings (A/B measurements): jobs on the socket. */
+static int ring_off;
+
+/* c's ring and its two eventfds, for the hello reply; 0, or -1 (none: c
+ * is served on the socket). */
+static int make_ring(client *c)
+{
+    if (ring_off || (c->ring = gpuaesd_ring_create(&c->ring_fd)) == NULL)
+        return -1;
+    c->svc_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    c->cli_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c->svc_efd >= 0 && c->cli_efd >= 0)
+        return 0;
+    gpuaesd_ring_unmap(c->ring);
+    c->ring = NULL;
+    close(c->ring_fd);
+    c->ring_fd = -1;
+    return -1;
+}
+
+/* The next message of a ringed client: a request from its ring (copied out
+ * once, its slot wiped: it holds a key), or, while the ring is empty, what
+ * the socket brings (its end, or a STATUS).  As recv_msg; a request that is
+ * not a JOB, or a ring index out of range, is framing (-2). */
+static ssize_t ring_next(client *c, unsigned char *m, size_t n, int *mfd)
+{
+    *mfd = -1;
+    for (;;) {
+        uint32_t avail = ring_load(&c->ring->sq_tail) - c->sq_head;
+        struct pollfd p[2] = { { c->fd, POLLIN, 0 }, { c->svc_efd, POLLIN, 0 } };
+
+        if (avail > GPUAESD_RING_SLOTS)
+            return -2;
+        if (avail > 0) {
+            gpuaesd_job_req *slot = &c->ring->sq[c->sq_head % GPUAESD_RING_SLOTS];
+            gpuaesd_hdr h;
+
+            memcpy(m, slot, sizeof(*slot));
+            gpuaesd_wipe(slot, sizeof(*slot));
+            atomic_fetch_add(&n_jobs_ring, 1);
+            ring_store(&c->ring->sq_head, ++c->sq_head);
+            memcpy(&h, m, sizeof(h));
+            return h.type == GPUAESD_JOB && n >= sizeof(*slot) ? (ssize_t)sizeof(*slot) : -2;
+        }
+        ring_store(&c->ring->svc_sleeping, 1);
+        ring_fence();
+        if (ring_load(&c->ring->sq_tail) != c->sq_head) {
+            ring_store(&c->ring->svc_sleeping, 0);
+            continue;
+        }
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            return -1;
+        ring_store(&c->ring->svc_sleeping, 0);
+        if (p[1].revents & POLLIN)
+            ring_drain(c->svc_efd);
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
+            return recv_msg(c->fd, m, n, mfd);
+    }
+}
+
 /* A reply on c's socket: whole messages, never interleaved by workers. */
 static int send_reply(client *c, const void *m, size_t n)
 {
@@ -225,6 +299,26 @@ static int send_reply(client *c, const void *m, size_t n)
 
     pthread_mutex_lock(&c->send_mu);
     rc = send_msg(c->fd, m, n);
+    pthread_mutex_unlock(&c->send_mu);
+    return rc;
+}
+
+/* A job's reply: into c's ring (a client that took no reply while the ring
+ * filled is broken: -1), else on the socket. */
+static int reply_job(client *c, const gpuaesd_job_reply *rep)
+{
+    int rc = 0;
+
+    if (c->ring == NULL)
+        return send_reply(c, rep, sizeof(*rep));
+    pthread_mutex_lock(&c->send_mu);
+    if (c->cq_tail - ring_load(&c->ring->cq_head) >= GPUAESD_RING_SLOTS) {
+        rc = -1;
+    } else {
+        c->ring->cq[c->cq_tail % GPUAESD_RING_SLOTS] = *rep;
+        ring_store(&c->ring->cq_tail, ++c->cq_tail);
+        ring_kick(&c->ring->cli_sleeping, c->cli_efd);
+    }
     pthread_mutex_unlock(&c->send_mu);
     return rc;
 }
@@ -462,7 +556,7 @@ static void run_next_locked(client *c)
     gpuaesd_wipe(&r, sizeof(r));
     atomic_fetch_add(&n_jobs, 1);
     atomic_store(&last_activity, gpuaesd_now_ms());
-    if (send_reply(c, &rep, sizeof(rep)) != 0)
+    if (reply_job(c, &rep) != 0)
         shutdown(c->fd, SHUT_RDWR);    /* the reader sees the end and drops the client */
     gpuaesd_wipe(&rep, sizeof(rep));
     pthread_mutex_lock(&c->mu);
@@ -557,9 +651,14 @@ static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
         rep.service_pid = (uint32_t)getpid();
         rep.max_job = c->seg_size;
         rep.max_inflight = max_inflight;
+        if (rep.status == GPUAESD_OK && (hello.flags & GPUAESD_HELLO_RING) && make_ring(c) == 0)
+            rep.flags |= GPUAESD_HELLO_RING_GIVEN;
         rc = send_hello_reply(c, &rep, sfd);
         if (sfd >= 0)
             close(sfd);                /* both mappings keep the memory; nobody else has it */
+        if (c->ring_fd >= 0)
+            close(c->ring_fd);         /* both mappings keep the ring */
+        c->ring_fd = -1;
         if (rc != 0)
             return 1;
         if (rep.status == GPUAESD_OK && sfd < 0)
@@ -599,7 +698,7 @@ static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
         atomic_fetch_add(&n_malformed, 1);
         atomic_fetch_add(&n_jobs, 1);
         atomic_store(&last_activity, gpuaesd_now_ms());
-        rc = send_reply(c, &rep, sizeof(rep)) == 0 ? 0 : 1;
+        rc = reply_job(c, &rep) == 0 ? 0 : 1;
         return rc;
     }
     return -1;                         /* framing */
@@ -626,6 +725,8 @@ static void *client_main(void *arg)
             mfd = c->first_mfd;
             c->first_n = 0;
             gpuaesd_wipe(c->first, sizeof(c->first));
+        } else if (c->ring != NULL) {
+            n = ring_next(c, m, sizeof(m), &mfd);
         } else {
             n = recv_msg(c->fd, m, sizeof(m), &mfd);
         }
@@ -654,6 +755,11 @@ static void *client_main(void *arg)
         segment_unregister(c);         /* its jobs are over */
         munmap(c->seg, (size_t)c->seg_size);
     }
+    if (c->ring != NULL) {
+        gpuaesd_ring_unmap(c->ring);
+        close(c->svc_efd);
+        close(c->cli_efd);
+    }
     close(c->fd);
     pthread_mutex_lock(&table_lock);
     table[c->slot] = -1;
@@ -678,6 +784,7 @@ unsigned gpuaesd_serve_init(unsigned jobs_per_client)
         table[i] = -1;
     table_ready = 1;
     dma_off = getenv("GPUAESD_DMA") != NULL && strcmp(getenv("GPUAESD_DMA"), "0") == 0;
+    ring_off = getenv("GPUAESD_RING") != NULL && strcmp(getenv("GPUAESD_RING"), "0") == 0;
     if (getenv("GPUAESD_GPU_JOBS") != NULL && strtoul(getenv("GPUAESD_GPU_JOBS"), NULL, 10) <= 64)
         gpu_jobs_max = (unsigned)strtoul(getenv("GPUAESD_GPU_JOBS"), NULL, 10);
     if (dma_off)
@@ -714,6 +821,7 @@ int gpuaesd_serve_handed(int fd, pid_t pid, const void *hello, size_t n, int mfd
         c->fd = fd;
         c->slot = slot;
         c->pid = pid;
+        c->ring_fd = c->svc_efd = c->cli_efd = -1;
         c->routed = hello != NULL;     /* a worker's connection stays with it */
         c->first_n = hello != NULL ? n : 0;
         c->first_mfd = hello != NULL ? mfd : -1;

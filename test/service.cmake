@@ -49,6 +49,13 @@ set_tests_properties(service_diff_noreg PROPERTIES LABELS "emu;service" TIMEOUT 
 # ... and with registration turned off (GPUAESD_DMA=0: the A/B switch).
 add_test(NAME service_diff_nodma COMMAND test_service diff $<TARGET_FILE:gpuaesd_emu>)
 set_tests_properties(service_diff_nodma PROPERTIES LABELS "emu;service" TIMEOUT 300 ENVIRONMENT GPUAESD_DMA=0)
+# ... and without job rings, turned off by the service (GPUAESD_RING=0) or
+# by the client (GPUAES_SERVICE_RING=0): jobs on the socket, as before.
+add_test(NAME service_diff_noring COMMAND test_service diff $<TARGET_FILE:gpuaesd_emu>)
+set_tests_properties(service_diff_noring PROPERTIES LABELS "emu;service" TIMEOUT 300 ENVIRONMENT GPUAESD_RING=0)
+add_test(NAME service_diff_noring_client COMMAND test_service diff $<TARGET_FILE:gpuaesd_emu>)
+set_tests_properties(service_diff_noring_client PROPERTIES LABELS "emu;service" TIMEOUT 300
+  ENVIRONMENT GPUAES_SERVICE_RING=0)
 # The GPU layer's registration itself (test_direct.c): direct jobs give what
 # staged ones give, every op, in place or not, four threads in one range,
 # unregister racing a job; with each injected fault, the same done prefix.
@@ -101,6 +108,11 @@ gpuaes_test(NAME diff_service_ctrcopy_emu COMMAND ${_svc_run} served $<TARGET_FI
   --threads 4 --iterations 8 --max-bytes 3M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small}
   GPUAES_SERVICE_CTR_KEYSTREAM=0 TIMEOUT 120)
+# Jobs on the socket, not the job ring (GPUAES_SERVICE_RING=0: the client asks for none).
+gpuaes_test(NAME diff_service_noring_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
+  --threads 4 --iterations 8 --max-bytes 3M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small}
+  GPUAES_SERVICE_RING=0 TIMEOUT 120)
 # The service's DMA registration fails for every client: served through
 # staging, every output still right.
 gpuaes_test(NAME diff_service_noreg_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu

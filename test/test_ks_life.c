@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <openssl/core_names.h>
 #include <openssl/params.h>
 
@@ -112,13 +113,20 @@ static void pair_free(pair *p)
     free(p->ob);
 }
 
-/* Small updates until keystream is being made for this stream; 1 if it was. */
+/* Small updates until keystream is being made for this stream; 1 if it was.
+ * `updates` of them at once, then (fills come back asynchronously: late on
+ * a loaded host, or through the service) one a millisecond for up to 5 s. */
 static int ramp(pair *p, int updates)
 {
     uint64_t made = param("keystream-made");
+    struct timespec ms = { 0, 1000000L };
 
     for (int i = 0; i < updates; i++)
         pair_step(p, 16384 + 5);
+    for (int i = 0; i < 5000 && param("keystream-made") == made; i++) {
+        nanosleep(&ms, NULL);
+        pair_step(p, 16384 + 5);
+    }
     return param("keystream-made") > made;
 }
 

@@ -165,6 +165,14 @@ static void check_dma(const gpuaesd_status_reply *st, const char *service, const
     TEST_CHECK(regs == st->segments_registered && failed == st->register_failed && direct == st->jobs_direct);
 }
 
+/* Job rings on (1), or off at either end (GPUAESD_RING=0, GPUAES_SERVICE_RING=0). */
+static int ring_mode(void)
+{
+    const char *svc = getenv("GPUAESD_RING"), *cli = getenv("GPUAES_SERVICE_RING");
+
+    return !(svc != NULL && strcmp(svc, "0") == 0) && !(cli != NULL && strcmp(cli, "0") == 0);
+}
+
 static int run_diff(const char *service, int gpu)
 {
     char dir[64], cmd[512], line[256];
@@ -193,6 +201,9 @@ static int run_diff(const char *service, int gpu)
     printf("%llu jobs, %llu bytes on the (emulated) GPU\n", (unsigned long long)st.jobs,
            (unsigned long long)st.bytes_gpu);
     TEST_CHECK(st.jobs == GPUAESD_OP_LAST * 12 + 40 && st.jobs_gpu == st.jobs && st.malformed == 0 && st.clients == 2);
+    /* every job through the job ring, unless either end turned rings off */
+    printf("%llu jobs through the ring\n", (unsigned long long)st.jobs_ring);
+    TEST_CHECK(st.jobs_ring == (ring_mode() ? st.jobs : 0));
     check_dma(&st, service, dir);
     /* --status prints the same */
     snprintf(cmd, sizeof(cmd), "%s --socket-dir %s --status", service, dir);

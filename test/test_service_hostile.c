@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "service_util.h"
+#include "ring.h"
 #include "sockdir.h"
 #include "testutil.h"
 
@@ -212,7 +213,7 @@ static int spare_hello(const char *dir, int k)
     if (k == 13) {
         int with_fd = test_rand_below(2);
 
-        h.flags |= with_fd ? 0 : 1u << (1 + test_rand_below(31));
+        h.flags |= with_fd ? 0 : 1u << (2 + test_rand_below(30));   /* past WANT_SEG and RING */
         send_fds(fd, &h, sizeof(h), &mfd, with_fd);
         ok = expect_closed(fd);
     } else {
@@ -228,6 +229,100 @@ static int spare_hello(const char *dir, int k)
     return ok;
 }
 
+/* A message and up to 4 descriptors (-1 where none) within ms: as recv_ms. */
+static ssize_t recv_fds_ms(int fd, void *m, size_t n, int fds[4], int ms)
+{
+    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int) * 8)]; } cb;
+    struct iovec iov = { m, n };
+    struct msghdr mh = { 0 };
+    struct pollfd p = { fd, POLLIN, 0 };
+    ssize_t r;
+
+    for (int i = 0; i < 4; i++)
+        fds[i] = -1;
+    if (poll(&p, 1, ms) <= 0)
+        return -1;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cb.b;
+    mh.msg_controllen = sizeof(cb.b);
+    r = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    for (struct cmsghdr *c = r >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; c != NULL; c = CMSG_NXTHDR(&mh, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int)), got[8];
+
+            memcpy(got, CMSG_DATA(c), sizeof(int) * (size_t)k);
+            for (int i = 0; i < k; i++)
+                if (i < 4)
+                    fds[i] = got[i];
+                else
+                    close(got[i]);
+        }
+    return r;
+}
+
+/* 14: a client with a job ring that scribbles on it (docs/SERVICE.md, "Job
+ * rings"): its request index far ahead, a hello in a request slot, or the
+ * index of replies it took set to nonsense: its connection ends; a spoiled
+ * job in the ring: an EINVAL reply in the ring. */
+static int ring_hostile(const char *dir)
+{
+    int fd = gpuaesd_dial(dir, 2000), mfd = memfd(HSEG, F_SEAL_SHRINK), fds[4], ok = 0, how = (int)test_rand_below(4);
+    gpuaesd_hello h;
+    gpuaesd_hello_reply rep;
+    gpuaesd_ring *ring = NULL;
+    gpuaesd_job_req r;
+    uint64_t one = 1;
+    uint32_t tail;
+
+    hello_msg(&h, HSEG);
+    h.flags = GPUAESD_HELLO_RING;
+    if (fd < 0 || send_fds(fd, &h, sizeof(h), &mfd, 1) != 0
+        || recv_fds_ms(fd, &rep, sizeof(rep), fds, 5000) != sizeof(rep) || rep.status != GPUAESD_OK
+        || rep.flags != GPUAESD_HELLO_RING_GIVEN || fds[0] < 0 || fds[1] < 0 || fds[2] < 0
+        || (ring = gpuaesd_ring_map(fds[0])) == NULL) {
+        fprintf(stderr, "ring hello failed\n");
+        exit(1);
+    }
+    close(mfd);
+    tail = ring_load(&ring->sq_tail);
+    svc_make_request(&r, HSEG);
+    gpuaesd_hdr_init(&r.hdr, GPUAESD_JOB, sizeof(r));
+    switch (how) {
+    case 0:                                                               /* index far ahead */
+        ring_store(&ring->sq_tail, tail + GPUAESD_RING_SLOTS + 1 + test_rand_below(1u << 30));
+        break;
+    case 1:                                                               /* a hello as a request */
+        memcpy(&ring->sq[tail % GPUAESD_RING_SLOTS], &h, sizeof(h));
+        ring_store(&ring->sq_tail, tail + 1);
+        break;
+    case 2:                                                               /* a spoiled job */
+        r.op = 0;
+        ring->sq[tail % GPUAESD_RING_SLOTS] = r;
+        ring_store(&ring->sq_tail, tail + 1);
+        break;
+    default:                                                              /* replies "taken" ahead */
+        ring_store(&ring->cq_head, ring_load(&ring->cq_tail) + 1 + test_rand_below(1u << 30));
+        ring->sq[tail % GPUAESD_RING_SLOTS] = r;
+        ring_store(&ring->sq_tail, tail + 1);
+    }
+    (void)!write(fds[1], &one, sizeof(one));
+    if (how == 2) {                    /* the EINVAL reply comes in the ring */
+        for (int i = 0; i < 5000 && ring_load(&ring->cq_tail) == 0; i++)
+            usleep(1000);
+        ok = ring_load(&ring->cq_tail) == 1 && ring->cq[0].status == GPUAESD_EINVAL && ring->cq[0].done == 0
+             && ring->cq[0].id == r.id;
+    } else {
+        ok = expect_closed(fd);
+    }
+    gpuaesd_ring_unmap(ring);
+    for (int i = 0; i < 4; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    close(fd);
+    return ok;
+}
+
 static int hostile(const char *dir, int k)
 {
     unsigned char m[700], *seg;
@@ -238,6 +333,8 @@ static int hostile(const char *dir, int k)
 
     if (k == 0)
         return bad_jobs(dir);
+    if (k == 14)
+        return ring_hostile(dir);
     if (k >= 12)
         return spare_hello(dir, k);
     if (k >= 7) {                      /* after a good hello */
@@ -354,7 +451,7 @@ int svc_run_fuzz(const char *service)
     pid_t pid;
     gpuaesd_conn *good;
     gpuaesd_status_reply st;
-    int base, fds = -1, kinds = 14, held[6];
+    int base, fds = -1, kinds = 15, held[6];
 
     svc_tmpdir(dir);
     pid = svc_start_fg(service, dir);
