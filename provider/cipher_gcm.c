@@ -53,6 +53,12 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
     c->var = var;
     c->fb = gpuaes_fallback(prov, var);
     c->fb_update = c->fb->update;
+    c->fb_einit = c->fb->einit;
+    c->fb_dinit = c->fb->dinit;
+    c->fb_final = c->fb->final;
+    c->fb_get = c->fb->get_ctx_params;
+    c->fb_set = c->fb->set_ctx_params;
+    c->fb_cipher = c->fb->cipher;
     c->ecb = sibling(prov, var, MODE_ECB);
     c->ctr = sibling(prov, var, MODE_CTR);
     c->ivlen = 12;                    /* the default's initial IV length: ASSUME_GCM_IVLEN_VOIDS_IV */
@@ -336,7 +342,7 @@ static inline int gcm_init(gcm_ctx *c, const unsigned char *key, size_t keylen,
                            const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[],
                            int enc)
 {
-    OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? c->fb->einit : c->fb->dinit;
+    OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? c->fb_einit : c->fb_dinit;
 
     if (key != NULL || iv == NULL || params != NULL || ivlen != 12)
         return init_general(c, key, keylen, iv, ivlen, params, enc);
@@ -560,13 +566,11 @@ static __attribute__((noinline)) int update_undecided(gcm_ctx *c, unsigned char 
     return ok;
 }
 
-/* The hot path: a message on the default provider is a tail call into it. */
-int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
-               const unsigned char *in, size_t inl)
+/* Every update the hot path below leaves: routed by the message's engine. */
+static __attribute__((noinline)) int update_routed(gcm_ctx *c, unsigned char *out, size_t *outl,
+                                                   size_t outsize, const unsigned char *in,
+                                                   size_t inl)
 {
-    gcm_ctx *c = vctx;
-    OSSL_FUNC_cipher_update_fn *update;
-
     if (in == NULL)                   /* a final's form: ASSUME_GCM_CIPHER_FORMS */
         return update_engine(c, out, outl, outsize, in, inl);
     if (c->msg == MSG_FALLBACK) {
@@ -575,11 +579,43 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     } else if (c->msg != MSG_UNDECIDED) {
         return update_engine(c, out, outl, outsize, in, inl);
     } else if (out == NULL) {
+        if (inl > outsize)
+            return update_undecided(c, out, outl, outsize, in, inl);
+        c->naad += inl;
+    } else if (inl - 1 < c->first_cpu) {
+        c->msg = MSG_FALLBACK;
+    } else {
+        return update_undecided(c, out, outl, outsize, in, inl);
+    }
+    return c->fb_update(c->fbctx, out, outl, outsize, in, inl);
+}
+
+/*
+ * The hot path: a message on the default provider is a tail call into it,
+ * after one test of msg and tag_ours together.  With no tag of ours to
+ * forget, a final's form (in == NULL: ASSUME_GCM_CIPHER_FORMS) on the
+ * fallback's message, or as an undecided message's small data, needs
+ * nothing of update_routed (update_engine would set msg = MSG_FALLBACK and
+ * call the fallback); the rest goes there.
+ */
+int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
+               const unsigned char *in, size_t inl)
+{
+    gcm_ctx *c = vctx;
+    OSSL_FUNC_cipher_update_fn *update;
+    uint16_t s = c->msg_tag;
+
+    if (s == MSG_TAG(MSG_FALLBACK, 0)) {
+        if (inl >= DISPATCH_SAMPLE)   /* timed, or the GPU's */
+            return update_routed(c, out, outl, outsize, in, inl);
+    } else if (s != MSG_TAG(MSG_UNDECIDED, 0)) {
+        return update_routed(c, out, outl, outsize, in, inl);
+    } else if (out == NULL) {
         /* AAD, counted for gcm_engine_adopt, as a tail call.  The default
          * provider refuses it untouched, and then only for too little room
          * (update_undecided's) or without a key (take_key drops that count). */
-        if (inl > outsize)
-            return update_undecided(c, out, outl, outsize, in, inl);
+        if (in == NULL || inl > outsize)
+            return update_routed(c, out, outl, outsize, in, inl);
         c->naad += inl;
     } else if (inl - 1 < c->first_cpu) {
         /* update_undecided's small first data, as a tail call: the fallback
@@ -587,7 +623,7 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
          * its AAD; one it refuses leaves the GPU out of the message, no more). */
         c->msg = MSG_FALLBACK;
     } else {
-        return update_undecided(c, out, outl, outsize, in, inl);
+        return update_routed(c, out, outl, outsize, in, inl);
     }
     /* The empty asm is no code: gcc then loads fbctx straight into place. */
     update = c->fb_update;
@@ -595,18 +631,28 @@ int gcm_update(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     return update(c->fbctx, out, outl, outsize, in, inl);
 }
 
+/* The fallback's final (its state now says what may follow), with the
+ * bookkeeping gcm_final's tail call skips when there is none to do. */
+static __attribute__((noinline)) int final_fallback(gcm_ctx *c, unsigned char *out,
+                                                    size_t *outl, size_t outsize)
+{
+    c->msg = MSG_FALLBACK;
+    c->tag_ours = 0;
+    return c->fb_final(c->fbctx, out, outl, outsize);
+}
+
 int gcm_final(void *vctx, unsigned char *out, size_t *outl, size_t outsize)
 {
     gcm_ctx *c = vctx;
 
-    if (c->msg != MSG_GPU) {
-        OSSL_FUNC_cipher_final_fn *final = c->fb->final;
+    if (c->msg_tag == MSG_TAG(MSG_FALLBACK, 0)) {
+        OSSL_FUNC_cipher_final_fn *final = c->fb_final;
 
-        c->msg = MSG_FALLBACK;        /* its state now says what may follow */
-        c->tag_ours = 0;
         __asm__ volatile("" ::: "memory");   /* no code: fbctx then loads straight into place */
         return final(c->fbctx, out, outl, outsize);
     }
+    if (c->msg != MSG_GPU)
+        return final_fallback(c, out, outl, outsize);
     if (c->g.finished)
         return 0;
     *outl = 0;
@@ -620,11 +666,17 @@ int gcm_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
 {
     gcm_ctx *c = vctx;
 
+    if (c->msg_tag == MSG_TAG(MSG_FALLBACK, 0)) {   /* nothing to note: a tail call */
+        OSSL_FUNC_cipher_cipher_fn *cipher = c->fb_cipher;
+
+        __asm__ volatile("" ::: "memory");
+        return cipher(c->fbctx, out, outl, outsize, in, inl);
+    }
     if (c->msg != MSG_GPU) {
         c->msg = MSG_FALLBACK;
         if (in == NULL)
             c->tag_ours = 0;          /* the fallback's final makes the tag */
-        return c->fb->cipher(c->fbctx, out, outl, outsize, in, inl);
+        return c->fb_cipher(c->fbctx, out, outl, outsize, in, inl);
     }
     if (in == NULL)
         return gcm_final(c, out, outl, outsize);
@@ -661,7 +713,7 @@ int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
     /* EVP asks for ivlen on every init, and the tag of every record: a tail
      * call, no frame, unless our engine made the tag. */
     if (!c->tag_ours) {
-        OSSL_FUNC_cipher_get_ctx_params_fn *get = c->fb->get_ctx_params;
+        OSSL_FUNC_cipher_get_ctx_params_fn *get = c->fb_get;
 
         __asm__ volatile("" ::: "memory");   /* no code: fbctx then loads straight into place */
         return get(c->fbctx, params);
@@ -669,24 +721,33 @@ int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
     return get_params_our_tag(c, params);
 }
 
-int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+static __attribute__((noinline)) int set_params_noted(gcm_ctx *c, const OSSL_PARAM params[])
 {
-    gcm_ctx *c = vctx;
-
-    /* A TLS 1.2 record's AAD (every record), a lone "tl..." parameter, in TLS
-     * mode: a tail call.  TLS mode is for good and keeps every message on the
-     * fallback, so such a parameter, taken or refused, has nothing for us to
-     * note (no tag; the IV length, which it leaves alone, serves only our
-     * engine). */
-    if (c->tls && params != NULL && params[0].key != NULL && params[1].key == NULL
-        && params[0].key[0] == 't' && params[0].key[1] == 'l')
-        return c->fb->set_ctx_params(c->fbctx, params);
-    if (!c->fb->set_ctx_params(c->fbctx, params)) {
+    if (!c->fb_set(c->fbctx, params)) {
         note_params_failed(c, params);
         return 0;
     }
     note_params(c, params);
     return 1;
+}
+
+int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    gcm_ctx *c = vctx;
+
+    /* In TLS mode with no tag of ours, a tail call (every TLS 1.2 record sets
+     * its AAD): TLS mode is for good and keeps every message on the fallback
+     * (msg stays MSG_FALLBACK), so what note_params and note_params_failed
+     * would mirror, taken or refused, is read by nothing: the IV length and
+     * iv_set serve only our engine, and the tag's bytes only our engine and
+     * get_params_our_tag (tag_ours is 0 already). */
+    if (c->tls && !c->tag_ours) {
+        OSSL_FUNC_cipher_set_ctx_params_fn *set = c->fb_set;
+
+        __asm__ volatile("" ::: "memory");
+        return set(c->fbctx, params);
+    }
+    return set_params_noted(c, params);
 }
 
 /* One list for every GCM variant: ASSUME_SHARED_PARAM_TABLES. */

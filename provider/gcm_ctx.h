@@ -26,10 +26,22 @@ typedef struct gcm_ctx {
     /* Hot: what a small record's calls read, in the first cache line. */
     const fallback_cipher *fb;        /* default provider's AES-GCM */
     void *fbctx;
-    OSSL_FUNC_cipher_update_fn *fb_update;   /* fb->update: one load less per update */
-    msg_engine msg;
-    int tls;                          /* TLS params seen: records stay on the fallback */
-    int tag_ours;                     /* the last tag made was our engine's (else the fallback's) */
+    /* fb's entries, one load less per call */
+    OSSL_FUNC_cipher_update_fn *fb_update;
+    OSSL_FUNC_cipher_encrypt_init_fn *fb_einit;
+    OSSL_FUNC_cipher_decrypt_init_fn *fb_dinit;
+    OSSL_FUNC_cipher_final_fn *fb_final;
+    OSSL_FUNC_cipher_get_ctx_params_fn *fb_get;
+    OSSL_FUNC_cipher_set_ctx_params_fn *fb_set;
+    OSSL_FUNC_cipher_cipher_fn *fb_cipher;
+    union {
+        struct {
+            uint8_t msg;              /* a msg_engine */
+            uint8_t tag_ours;         /* the last tag made was our engine's (else the fallback's) */
+        };
+        uint16_t msg_tag;             /* both, tested at once on the hot paths (MSG_TAG) */
+    };
+    uint8_t tls;                      /* TLS params seen: records stay on the fallback */
     int enc;
     size_t naad;                      /* AAD bytes of an undecided message (the fallback's) */
     msg_engine iv_msg;                /* a new IV's message: MSG_FALLBACK in TLS mode or
@@ -72,10 +84,17 @@ typedef struct gcm_ctx {
         int finished;
         int ghash_dead;               /* a final failed: as in the default provider, data
                                          still flows but no tag will verify */
-        int dirty;                    /* the engine took part in the message (start, AAD
+        uint8_t dirty;                /* the engine took part in the message (start, AAD
                                          overflow): a new IV must reset the state above */
     } g;
 } gcm_ctx;
+
+/* The value of msg_tag for these msg and tag_ours. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define MSG_TAG(msg, tag_ours) ((uint16_t)((msg) | (tag_ours) << 8))
+#else
+#define MSG_TAG(msg, tag_ours) ((uint16_t)((msg) << 8 | (tag_ours)))
+#endif
 
 /* gcm_engine.c: gpuaes's own GCM engine (c->g).  Each returns 1 on success. */
 /* The engine's message state afresh (cannot fail).  A new IV needs it only
