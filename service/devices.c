@@ -119,23 +119,12 @@ void gpuaesd_devices_serve_as(int device)
     nlisted = 1;
 }
 
-/* Worker: one control message, its descriptors in fds[0..2) (-1: none). */
+/* One control message, its descriptors in fds[0..2) (-1: none); as
+ * gpuaesd_recv_fds, and -2 for a message not of our size. */
 static ssize_t ctl_recv(int fd, ctl_msg *m, int fds[2])
 {
-    gpuaesd_cmsg cb;
-    struct iovec iov = { m, sizeof(*m) };
-    struct msghdr mh = { 0 };
-    ssize_t n;
+    ssize_t n = gpuaesd_recv_fds(fd, m, sizeof(*m), fds, 2);
 
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    gpuaesd_fd_expect(&mh, &cb);
-    do
-        n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
-    fds[0] = fds[1] = -1;
-    if (n >= 0)
-        gpuaesd_fd_take_n(&mh, fds, 2);
     if (n > 0 && (size_t)n != sizeof(*m)) {
         for (int i = 0; i < 2; i++)
             if (fds[i] >= 0)

@@ -1,6 +1,7 @@
 /* fdpass.c - see fdpass.h. */
 #include "fdpass.h"
 
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -56,4 +57,34 @@ void gpuaesd_fd_take_n(struct msghdr *mh, int *fds, unsigned n)
                 close(f);
         }
     }
+}
+
+ssize_t gpuaesd_recv_fds(int fd, void *m, size_t n, int *fds, unsigned nfd)
+{
+    gpuaesd_cmsg cb;
+    struct iovec iov = { m, n };
+    struct msghdr mh = { 0 };
+    ssize_t got;
+
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    gpuaesd_fd_expect(&mh, &cb);
+    do
+        got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+    while (got < 0 && errno == EINTR);
+    if (got < 0) {
+        for (unsigned i = 0; i < nfd; i++)
+            fds[i] = -1;
+        return -1;
+    }
+    gpuaesd_fd_take_n(&mh, fds, nfd);
+    if (got > 0 && (mh.msg_flags & MSG_TRUNC)) {
+        for (unsigned i = 0; i < nfd; i++) {
+            if (fds[i] >= 0)
+                close(fds[i]);
+            fds[i] = -1;
+        }
+        return -2;
+    }
+    return got;
 }

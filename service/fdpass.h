@@ -6,6 +6,7 @@
 #define GPUAESD_FDPASS_H
 
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #define GPUAESD_FDS_MAX 8              /* descriptors one received message may carry; more are
                                           dropped by the kernel (MSG_CTRUNC) */
@@ -29,5 +30,11 @@ int gpuaesd_fd_take(struct msghdr *mh);
 
 /* The same for the first n: fds[0..n) (-1 where none came); the rest closed. */
 void gpuaesd_fd_take_n(struct msghdr *mh, int *fds, unsigned n);
+
+/* One blocking recvmsg (EINTR retried) of at most n bytes and its first nfd
+ * descriptors (fds[0..nfd), -1 where none came; the rest closed).  The
+ * length, 0 at the end, -1 on an error, -2 for a message longer than n
+ * (framing; its descriptors closed). */
+ssize_t gpuaesd_recv_fds(int fd, void *m, size_t n, int *fds, unsigned nfd);
 
 #endif

@@ -168,23 +168,7 @@ typedef struct client {
  * an error, -2 for a message longer than n (framing). */
 static ssize_t recv_msg(int fd, void *buf, size_t n, int *rfd)
 {
-    gpuaesd_cmsg cb;
-    struct iovec iov = { buf, n };
-    struct msghdr mh = { 0 };
-    ssize_t got;
-
-    *rfd = -1;
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    gpuaesd_fd_expect(&mh, &cb);
-    do
-        got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-    while (got < 0 && errno == EINTR);
-    if (got >= 0)
-        *rfd = gpuaesd_fd_take(&mh);
-    if (got > 0 && (mh.msg_flags & MSG_TRUNC))
-        return -2;
-    return got;
+    return gpuaesd_recv_fds(fd, buf, n, rfd, 1);
 }
 
 static int send_msg(int fd, const void *m, size_t n)

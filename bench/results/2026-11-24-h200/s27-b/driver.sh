@@ -2,14 +2,7 @@
 # device call (session 27, for the next GPU session): job rings on and off (GPUAESD_RING=0) through the
 # service, 1 and 4 threads, 64 MiB and 1 MiB calls, CTR / ECB / GCM, the in-process backend beside them;
 # then the GPU tests through the real service (the rings' first run on a GPU)
-export PATH=/usr/local/cuda/bin:$PATH
-set -u
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
-t0=$(date +%s)
-( cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null && cmake --build build -j16 2>&1 | grep -E "error|warning:" ; echo build rc=$? ) > $OUT/build.log 2>&1
-echo "build $(( $(date +%s) - t0 )) s"; tail -1 $OUT/build.log
-B=$PWD/build
-stop_svc() { local p; p=$($B/gpuaesd --socket-dir $1 --status 2>/dev/null | sed -n 's/^gpuaesd: serving, pid \([0-9]*\).*/\1/p'); [ -n "$p" ] && kill $p; sleep 0.3; }
+source bench/device_prelude.sh
 EB="$B/bench/evp_bench --sizes 64M,1M --repeats 3 --min-time 0.3 --warmup 0.1 --provider-path $B --require-gpu --seed 1 --dir enc --threads 1,4 --ciphers AES-128-CTR,AES-256-ECB,AES-256-GCM"
 run() { local label=$1; shift; D=$(mktemp -d)/s
   env GPUAES_GPU_START_BYTES=0 GPUAES_GPU_BACKEND=service GPUAES_SERVICE_PATH=$B/gpuaesd GPUAES_SERVICE_DIR=$D "$@" $EB 2>/dev/null | grep -E "^AES" | sed "s/^/$label /" >> $OUT/sweep.txt
