@@ -190,6 +190,27 @@ int gpuaesd_listening(const char *socket_dir)
         && lstat(sa.sun_path, &sb) == 0 && S_ISSOCK(sb.st_mode);
 }
 
+/* What of the starting process's environment the service keeps: it serves
+ * every process of the user, so nothing of one application's (LD_PRELOAD,
+ * OPENSSL_CONF, its knobs) may ride along; only where things are, the
+ * CUDA driver's and the service's own variables (GPUAESD_*; GPUAES_EMU_*
+ * only the emulated test build reads) and the sanitizers'. */
+static int service_env_keeps(const char *kv)
+{
+    static const char *const names[] = { "PATH=", "HOME=", "USER=", "LOGNAME=", "LANG=", "TMPDIR=",
+                                         "XDG_RUNTIME_DIR=", "XDG_CONFIG_HOME=", "LD_LIBRARY_PATH=",
+                                         "ASAN_OPTIONS=", "LSAN_OPTIONS=", "UBSAN_OPTIONS=", "TSAN_OPTIONS=" };
+    static const char *const prefixes[] = { "LC_", "CUDA_", "NVIDIA_", "GPUAESD_", "GPUAES_EMU_" };
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strncmp(kv, names[i], strlen(names[i])) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (strncmp(kv, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
 /* Starts the service detached; its first process exits once the service
  * listens (or failed), so waiting for it is short.  Reaped here, within the
  * deadline (an application that ignores SIGCHLD reaps it itself: ECHILD). */
@@ -200,16 +221,29 @@ static int start_service(const char *path, const char *dir, int64_t deadline)
     sigset_t none, all;
     pid_t pid;
     int rc, st;
+    size_t n = 0, k = 0;
+    char **envp;
 
-    if (posix_spawnattr_init(&a) != 0)
+    while (environ != NULL && environ[n] != NULL)
+        n++;
+    if ((envp = calloc(n + 1, sizeof(*envp))) == NULL)
         return -1;
+    for (size_t i = 0; i < n; i++)
+        if (service_env_keeps(environ[i]))
+            envp[k++] = environ[i];
+
+    if (posix_spawnattr_init(&a) != 0) {
+        free(envp);
+        return -1;
+    }
     sigemptyset(&none);
     sigfillset(&all);
     posix_spawnattr_setflags(&a, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     posix_spawnattr_setsigmask(&a, &none);
     posix_spawnattr_setsigdefault(&a, &all);
-    rc = posix_spawn(&pid, path, NULL, &a, argv, environ);
+    rc = posix_spawn(&pid, path, NULL, &a, argv, envp);
     posix_spawnattr_destroy(&a);
+    free(envp);
     if (rc != 0)
         return -1;
     for (;;) {

@@ -165,6 +165,30 @@ static void check_dma(const gpuaesd_status_reply *st, const char *service, const
     TEST_CHECK(regs == st->segments_registered && failed == st->register_failed && direct == st->jobs_direct);
 }
 
+/* The service started by the client library keeps only its share of the
+ * starter's environment (client.c, service_env_keeps). */
+static void check_service_env(const char *dir)
+{
+    gpuaesd_status_reply st;
+    char path[64], env[65536];
+    size_t n = 0;
+    int own = 0, app = 0;
+    FILE *f;
+
+    TEST_CHECK(gpuaesd_query_status(dir, &st, 5000) == 0);
+    snprintf(path, sizeof(path), "/proc/%u/environ", st.service_pid);
+    if ((f = fopen(path, "r")) != NULL) {
+        n = fread(env, 1, sizeof(env) - 1, f);
+        fclose(f);
+    }
+    env[n] = '\0';
+    for (size_t i = 0; i < n; i += strlen(env + i) + 1) {
+        own |= strcmp(env + i, "GPUAESD_FOR_THE_SERVICE=1") == 0;
+        app |= strncmp(env + i, "GPUAES_NOT_FOR_THE_SERVICE=", 27) == 0;
+    }
+    TEST_CHECK(n > 0 && own && !app);
+}
+
 /* Job rings on (1), or off at either end (GPUAESD_RING=0, GPUAES_SERVICE_RING=0). */
 static int ring_mode(void)
 {
@@ -182,9 +206,14 @@ static int run_diff(const char *service, int gpu)
     int rc;
 
     svc_tmpdir(dir);
+    setenv("GPUAES_NOT_FOR_THE_SERVICE", "1", 1);   /* an application's: not passed on */
+    setenv("GPUAESD_FOR_THE_SERVICE", "1", 1);      /* the service's own: passed on */
     c = start_race(dir, service);
+    unsetenv("GPUAES_NOT_FOR_THE_SERVICE");
+    unsetenv("GPUAESD_FOR_THE_SERVICE");
     if (c == NULL)
         return 1;
+    check_service_env(dir);
     if ((rc = gpu_ready(dir)) != 0) {   /* 77 (skipped) only for the real service, --gpu */
         gpuaesd_close(c);
         stop_detached(dir);
