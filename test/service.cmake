@@ -153,6 +153,17 @@ gpuaes_test(NAME service_list_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service_li
 gpuaes_test(NAME diff_service_killed4_emu COMMAND ${_svc_run} killed4 $<TARGET_FILE:test_diff>
   --threads 2 --iterations 128 --max-bytes 1M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 180)
+# Two emulated GPUs (a worker process for the second): the threads'
+# connections spread over both, every output right; and the service SIGKILLed
+# under four processes, its worker ending with it.
+gpuaes_test(NAME diff_service_2gpu_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
+  --threads 4 --iterations 8 --max-bytes 3M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small}
+  GPUAES_EMU_DEVICES=2 TIMEOUT 120)
+gpuaes_test(NAME diff_service_killed4_2gpu_emu COMMAND ${_svc_run} killed4 $<TARGET_FILE:test_diff>
+  --threads 2 --iterations 128 --max-bytes 1M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small}
+  GPUAES_EMU_DEVICES=2 TIMEOUT 180)
 gpuaes_test(NAME diff_service_stopped_emu COMMAND ${_svc_run} stopped $<TARGET_FILE:test_diff>
   --threads 4 --iterations 48 --max-bytes 1M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=0

@@ -161,8 +161,15 @@ if [ "$EXPECT" = absent ]; then
 fi
 status=$("$SERVICE" --socket-dir "$DIR" --status) || { echo "service_run: no service answers"; exit 1; }
 echo "$status"
-bytes=$(echo "$status" | sed -n 's/.* on the GPU (\([0-9]*\) bytes).*/\1/p')
+bytes=$(echo "$status" | sed -n 's/^jobs: .* on the GPU (\([0-9]*\) bytes).*/\1/p')
 [ "${bytes:-0}" -gt 0 ] || { echo "service_run: no bytes went through the service"; exit 1; }
+# Several (emulated) GPUs: each did some of it (the threads' connections spread).
+if [ "${GPUAES_EMU_DEVICES:-1}" -gt 1 ] && [ "$EXPECT" = served ]; then
+    idle=$(echo "$status" | grep -c '^device [0-9]* (pid [0-9]*): serving, .* 0 jobs on the GPU')
+    gpus=$(echo "$status" | grep -c '^device [0-9]* (pid [0-9]*): serving')
+    [ "$gpus" -eq "$GPUAES_EMU_DEVICES" ] && [ "$idle" -eq 0 ] \
+        || { echo "service_run: $gpus GPUs serving, $idle of them idle"; exit 1; }
+fi
 # DMA: the segments registered, jobs run straight from them; unless the
 # registration is made to fail (GPUAES_EMU_REGISTER_FAIL=1): then none, and
 # the jobs were still served (through staging) and right.
