@@ -161,7 +161,12 @@ int main(int argc, char **argv)
            (unsigned long long)CALLS * LEN, (unsigned long long)errors,
            (unsigned long long)backoffs);
     if (slow) {
-        CHECKF(bytes <= (uint64_t)CALLS * LEN / 10, "a slow GPU got %llu bytes",
+        /* About 4 of the 100 calls on an idle host (the first measurements
+         * and explores).  On a crowded one a preempted CPU call looks slow
+         * and the GPU is tried again (18 seen, with other test programs on
+         * both cores): a quarter still tells a dispatcher that weighs the
+         * GPU's 20 ms from one that does not (half or more). */
+        CHECKF(bytes <= (uint64_t)CALLS * LEN / 4, "a slow GPU got %llu bytes",
                (unsigned long long)bytes);
         CHECKF(bytes > 0, "the GPU was never measured");
     }
