@@ -13,9 +13,15 @@ for round in 1 2; do
 done
 env GPUAES_GPU_START_BYTES=0 $EB 2>/dev/null | grep -E "^AES" | sed "s/^/inproc /" >> $OUT/sweep.txt
 echo "sweep $(( $(date +%s) - t0 )) s"
+# a job's cost beyond the GPU's work: 16 B and 64 KiB jobs, rings on and off, twice
+for round in 1 2; do for ring in 1 0; do for len in 16 65536; do
+  D=$(mktemp -d); GPUAESD_RING=$ring $B/bench/service_rtt --service $B/gpuaesd --dir $D --len $len --jobs 20000 \
+    | sed "s/^/ring=$ring /" >> $OUT/rtt.txt; stop_svc $D
+done; done; done
 ( cd build && GPUAES_MODULE_DIR=$B GPUAES_GPU_BACKEND=service GPUAES_SERVICE_PATH=$B/gpuaesd \
     ctest -L gpu -E 'direct_|cuda_guest|exit_race|unload' -j4 --output-on-failure > $OUT/gpu-tests-service.log 2>&1; \
   tail -3 $OUT/gpu-tests-service.log )
 # cipher size threads: label=gpuaes GB/s (ratio to the default provider in the same run)
 awk '{k=$2" "$4" t"$5; v[k]=v[k]" "$1"="$7"("$8")"} END {for (k in v) print k ":" v[k]}' $OUT/sweep.txt | sort
+cat $OUT/rtt.txt
 echo "total $(( $(date +%s) - t0 )) s"
