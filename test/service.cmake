@@ -164,6 +164,11 @@ gpuaes_test(NAME diff_service_killed4_2gpu_emu COMMAND ${_svc_run} killed4 $<TAR
   --threads 2 --iterations 128 --max-bytes 1M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small}
   GPUAES_EMU_DEVICES=2 TIMEOUT 180)
+# Issue 22's "killed service": sixteen processes of every mode (each cipher
+# of test_diff, random splits), the service SIGKILLed among them.
+gpuaes_test(NAME diff_service_killed16_emu COMMAND ${_svc_run} killed16 $<TARGET_FILE:test_diff>
+  --threads 1 --iterations 48 --max-bytes 512K
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 300)
 gpuaes_test(NAME diff_service_stopped_emu COMMAND ${_svc_run} stopped $<TARGET_FILE:test_diff>
   --threads 4 --iterations 48 --max-bytes 1M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=0

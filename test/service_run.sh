@@ -4,13 +4,14 @@
 # tests run at once never share a service; then, unless told the service must
 # be absent, checks that the service ran jobs on its (emulated) GPU and stops it.
 #
-# usage: service_run.sh <gpuaesd binary> <expect: served|absent|killed|killed4|stopped|first|stalerate> <command...>
+# usage: service_run.sh <gpuaesd binary> <expect: served|absent|killed|killed4|killed16|stopped|first|stalerate> <command...>
 # "absent": the binary is missing on purpose; the command must still pass, in
 # bounded time (ctest's timeout), and no service may answer afterwards.
 # "killed": the service is SIGKILLed once it has answered jobs, mid-run; the command must
 # still pass (jobs in flight complete on the CPU; a new service may start).
-# "killed4": four copies of the command at once, the service SIGKILLed at a
-# random point (0-400 ms) after its first job; every copy must pass.
+# "killed4", "killed16": four (sixteen) copies of the command at once, the
+# service SIGKILLed at a random point (0-400 ms) after its first job; every
+# copy must pass.
 # "stopped": the service is SIGSTOPped once it has answered jobs, for 1.5 s,
 # then continued: the jobs in flight time out (run it with a short
 # GPUAES_SERVICE_TIMEOUT_MS) and complete on the CPU; the command must pass.
@@ -46,8 +47,8 @@ pid_of() {
 }
 
 export GPUAES_GPU_BACKEND=service GPUAES_SERVICE_PATH=$SERVICE GPUAES_SERVICE_DIR=$DIR
-if [ "$EXPECT" = killed4 ] || [ "$EXPECT" = stopped ]; then
-    copies=1; [ "$EXPECT" = killed4 ] && copies=4
+if [ "$EXPECT" = killed4 ] || [ "$EXPECT" = killed16 ] || [ "$EXPECT" = stopped ]; then
+    copies=1; [ "$EXPECT" = killed4 ] && copies=4; [ "$EXPECT" = killed16 ] && copies=16
     pids=()
     for i in $(seq $copies); do GPUAES_TEST_SEED=$((RANDOM + i)) "$@" > "$TMP/out.$i" 2>&1 & pids+=($!); done
     victim=
@@ -59,7 +60,7 @@ if [ "$EXPECT" = killed4 ] || [ "$EXPECT" = stopped ]; then
         sleep 0.02
     done
     [ -n "$victim" ] || { echo "service_run: no service served"; cat "$TMP"/out.*; exit 1; }
-    if [ "$EXPECT" = killed4 ]; then
+    if [ "$EXPECT" != stopped ]; then
         sleep "0.$(printf '%03d' $((RANDOM % 400)))"
         running=0
         for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && running=$((running + 1)); done
