@@ -12,6 +12,10 @@
  *   cbc-dec    AES-128-CBC decrypt update
  *   ctr        AES-128-CTR update
  *   gcm        AES-128-GCM encrypt update (one long message)
+ *   drbg       a CTR-DRBG (AES-256-CTR, the default DRBG's kind) generating
+ *              `size` bytes: what every RAND_bytes of a program costs when
+ *              its default properties prefer gpuaes (re-keys and a new IV
+ *              per call)
  *
  * Method: one context per provider and pattern, set up once.  A round runs
  * each provider for --slice-ms (5) in turn, the first one alternating, in
@@ -39,6 +43,7 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <openssl/provider.h>
+#include <openssl/rand.h>
 
 #include "bench_size.h"
 
@@ -50,7 +55,7 @@
 #define MAX_ROUNDS 1000
 #define MAX_SIZES 16
 
-enum { P_TLS13, P_TLS12, P_ECB, P_CBC_DEC, P_CTR, P_GCM, P_COUNT };
+enum { P_TLS13, P_TLS12, P_ECB, P_CBC_DEC, P_CTR, P_GCM, P_DRBG, P_COUNT };
 
 static const struct {
     const char *name, *cipher;
@@ -59,6 +64,7 @@ static const struct {
     [P_TLS13] = { "tls13", "AES-128-GCM", 1 },  [P_TLS12] = { "tls12", "AES-128-GCM", 1 },
     [P_ECB] = { "ecb", "AES-256-ECB", 1 },      [P_CBC_DEC] = { "cbc-dec", "AES-128-CBC", 0 },
     [P_CTR] = { "ctr", "AES-128-CTR", 1 },      [P_GCM] = { "gcm", "AES-128-GCM", 1 },
+    [P_DRBG] = { "drbg", "AES-256-CTR", 1 },
 };
 
 static const char *const PROVS[2] = { "default", "gpuaes" };
@@ -67,6 +73,7 @@ typedef struct {
     int pattern;
     size_t size;
     EVP_CIPHER_CTX *ctx;
+    EVP_RAND_CTX *drbg;               /* P_DRBG */
     /* Both providers' buffers on the same cache-line offsets: with malloc's
      * 16-byte alignment one runner's buffers straddled lines the other's did
      * not, and at 256 B whichever provider ran second looked 10-30% slower. */
@@ -107,6 +114,21 @@ static void setup(runner *r, int pattern, size_t size, const char *prov)
     for (size_t i = 0; i < sizeof(r->buf); i++)
         r->buf[i] = (unsigned char)(i * 131 + 7);
     snprintf(propq, sizeof(propq), "provider=%s", prov);
+    if (pattern == P_DRBG) {
+        EVP_RAND *rand = EVP_RAND_fetch(libctx, "CTR-DRBG", NULL);
+        /* (the lengths: OpenSSL 3.0's CTR-DRBG reads the cipher name's suffix by data_size) */
+        OSSL_PARAM p[3] = {
+            OSSL_PARAM_utf8_string(OSSL_DRBG_PARAM_CIPHER, (char *)PATTERNS[pattern].cipher,
+                                   strlen(PATTERNS[pattern].cipher)),
+            OSSL_PARAM_utf8_string(OSSL_DRBG_PARAM_PROPERTIES, propq, strlen(propq)), OSSL_PARAM_END
+        };
+
+        if (rand == NULL || (r->drbg = EVP_RAND_CTX_new(rand, RAND_get0_primary(libctx))) == NULL
+            || !EVP_RAND_instantiate(r->drbg, 0, 0, NULL, 0, p))
+            die("CTR-DRBG");
+        EVP_RAND_free(rand);
+        return;
+    }
     c = EVP_CIPHER_fetch(libctx, PATTERNS[pattern].cipher, propq);
     if (c == NULL || (r->ctx = EVP_CIPHER_CTX_new()) == NULL
         || !EVP_CipherInit_ex2(r->ctx, c, key, r->iv, PATTERNS[pattern].enc, NULL))
@@ -157,6 +179,8 @@ static int op(runner *r)
         return EVP_CIPHER_CTX_set_params(r->ctx, p) > 0
             && EVP_Cipher(r->ctx, r->buf, r->buf, len) > 0;    /* TLS: in place only */
     }
+    case P_DRBG:
+        return EVP_RAND_generate(r->drbg, r->out, r->size, 0, 0, NULL, 0);
     default:
         /* Long-lived contexts: the same input again (in a cache-warm buffer). */
         return EVP_CipherUpdate(r->ctx, r->out, &outl, r->buf, (int)r->size);
@@ -211,7 +235,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: small_calls [--rounds N] [--slice-ms MS] [--sizes 16,64,256,1K,16K]\n"
-            "                   [--patterns tls13,tls12,ecb,cbc-dec,ctr,gcm] [--provider-path DIR]\n"
+            "                   [--patterns tls13,tls12,ecb,cbc-dec,ctr,gcm,drbg] [--provider-path DIR]\n"
             "                   [--count N]\n"
             "Both providers in one process, interleaved; median ns per operation.\n"
             "--count N: N operations each in count_default/count_gpuaes, untimed (callgrind).\n"
@@ -221,7 +245,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    const char *dir = getenv("GPUAES_MODULE_DIR"), *patterns = "tls13,tls12,ecb,cbc-dec,ctr,gcm";
+    const char *dir = getenv("GPUAES_MODULE_DIR"), *patterns = "tls13,tls12,ecb,cbc-dec,ctr,gcm,drbg";
     size_t sizes[MAX_SIZES] = { 16, 64, 256, 1024, 16384 };
     int nsizes = 5, rounds = 40;
     long count = 0;
@@ -288,6 +312,7 @@ int main(int argc, char **argv)
                             die(PATTERNS[p].name);
                     (k == 0 ? count_default : count_gpuaes)(r[k], count);
                     EVP_CIPHER_CTX_free(r[k]->ctx);
+                    EVP_RAND_CTX_free(r[k]->drbg);
                     free(r[k]);
                 }
                 printf("%-8s %6zu counted %ld ops per provider\n", PATTERNS[p].name, sizes[s], count);
@@ -310,6 +335,7 @@ int main(int argc, char **argv)
             for (int k = 0; k < 2; k++) {
                 med[k] = median(ns[k], rounds);
                 EVP_CIPHER_CTX_free(r[k]->ctx);
+                EVP_RAND_CTX_free(r[k]->drbg);
                 free(r[k]);
             }
             printf("%-8s %6zu %12.1f %12.1f %15.3f\n", PATTERNS[p].name, sizes[s], med[0], med[1],

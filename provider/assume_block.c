@@ -385,6 +385,33 @@ int check_REINIT_RESTORES_IV(assume_run *r)
     return ok;
 }
 
+int check_INIT_OK(assume_run *r)
+{
+    unsigned char in[32], out[64];
+    int ok = 1;
+
+    fill(in, sizeof(in), 24);
+    /* each mode and direction; fresh, keyed, 5 bytes in, finished; a key
+     * alone, an IV alone, both */
+    for (gpuaes_mode m = MODE_ECB; ok && m <= MODE_CTR; m++)
+        for (int k = 0; ok && k < 24; k++) {
+            int state = k % 4, enc = k / 4 % 2, what = k / 8;
+            const unsigned char *key = what != 1 ? K2 : NULL, *iv = what != 0 && m != MODE_ECB ? IV2 : NULL;
+            size_t outl;
+            fbc c = { 0 };
+
+            ok = open_ctx(r, &c, m)
+                && need(r, state == 0 || init(&c, enc, K1, m == MODE_ECB ? NULL : IV1), "first init")
+                && need(r, state < 2 || upd(&c, out, in, 5) != SIZE_MAX, "5 bytes");
+            if (ok && state == 3)
+                (void)c.fb->final(c.ctx, out, &outl, sizeof(out));   /* may refuse 5 bytes: either way finished */
+            ok = ok && expect(r, init(&c, enc, key, iv),
+                              "an init with no parameters and a key or IV of the right length failed");
+            close_ctx(&c);
+        }
+    return ok;
+}
+
 int check_IV_PARAM_IS_ORIGINAL(assume_run *r)
 {
     unsigned char in[48], out[64], iv[BLOCK];

@@ -10,6 +10,7 @@
 #define GPUAES_BLOCK_CTX_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gpuaes.h"
 
@@ -45,25 +46,39 @@ typedef struct block_ctx {
      * held_stale, a copy of them. */
     unsigned char held[BLOCK];
     size_t nheld;
-    int enc;
-    int pad;                          /* ECB/CBC padding, as set through params */
+    /* The flags update_gpu_min reads, each 0 or 1, in one word it can
+     * compare at once. */
+    union {
+        struct {
+            uint8_t enc;
+            uint8_t pad;              /* ECB/CBC padding, as set through params */
+            uint8_t key_set;
+            uint8_t key_enc;          /* the direction of the init that gave the key */
+            uint8_t tls;              /* TLS record mode: everything on the fallback */
+            uint8_t held_known;       /* 0 after a failed final: the fallback's buffer is its own */
+            uint8_t flags_spare[2];   /* 0 */
+        };
+        uint64_t flags;
+    };
     size_t hot_set;                   /* hot_max when last set: hot_set - hot_max went fast */
     size_t gpu_min;                   /* updates this long may go to the GPU; SIZE_MAX: never */
     const gpuaes_prov *prov;
     const gpuaes_variant *var;
     gpuaes_key *gpukey;               /* made on first GPU use */
     unsigned char key[32];            /* kept to make gpukey lazily; wiped on free */
-    int key_set;
-    int key_enc;                      /* the direction of the init that gave the key */
-    int tls;                          /* TLS record mode: everything on the fallback */
     unsigned char oiv[BLOCK];         /* IV given at init: the "iv" parameter */
     int oiv_set;
     int resynced;                     /* the fallback's own copy of that IV is gone */
-    int held_known;                   /* 0 after a failed final: the fallback's buffer is its own */
     /* Keystream ahead (CTR): bytes still to go before the context gets GPU
      * keystream windows (SIZE_MAX: never), and the windows once it has. */
     size_t ramp_left;
     struct ks_state *ks;
+    /* update_gpu_min's inputs when it last computed (0: never) and what it
+     * computed then besides gpu_min and track: the ramp to restart from, and
+     * the hot path's bound with it. */
+    uint64_t gm_inputs;
+    size_t ramp_start;
+    size_t hot_start;                 /* set_hot's bound then (ks NULL) */
 } block_ctx;
 
 /* ECB and CBC buffer partial blocks; decryption with padding holds back a full one.

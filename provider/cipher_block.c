@@ -77,14 +77,29 @@ static void sync_held(block_ctx *c)
  * update: every way back to a finite gpu_min goes through a re-init, which
  * empties the fallback's buffer.
  */
-static void update_gpu_min(block_ctx *c)
+/* gpu_min, track and the ramp's start for these inputs (update_gpu_min's). */
+static __attribute__((noinline)) void gpu_min_compute(block_ctx *c, uint64_t inputs)
 {
+    c->gm_inputs = inputs;
     c->gpu_min = gpu_capable(c) && !c->tls && c->key_set && c->held_known
         ? c->prov->offload_min[kind_of(c)] : SIZE_MAX;
     c->track = !buffers_blocks(c) || c->gpu_min == SIZE_MAX ? 0
                : !c->enc && c->pad ? TRACK_LAST : TRACK_WHOLE;
-    c->ramp_left = c->var->mode == MODE_CTR && c->prov->ks_enabled && !c->tls && c->key_set
+    c->ramp_start = c->var->mode == MODE_CTR && c->prov->ks_enabled && !c->tls && c->key_set
         && c->ks == NULL ? c->prov->ks_ramp : SIZE_MAX;
+    c->hot_start = c->ramp_start < c->gpu_min ? c->ramp_start : c->gpu_min;
+}
+
+static inline void update_gpu_min(block_ctx *c)
+{
+    /* Every input that varies (the mode and the provider's settings do not
+     * after load): a re-init that changed none of them, as a DRBG's re-keying
+     * on every call, only restarts the ramp and the hot count. */
+    const uint64_t inputs = c->flags | (uint64_t)(c->ks != NULL) << 62 | (uint64_t)1 << 63;
+
+    if (inputs != c->gm_inputs)
+        gpu_min_compute(c, inputs);
+    c->ramp_left = c->ramp_start;
     set_hot(c);
 }
 
@@ -241,8 +256,44 @@ static void init_failed(block_ctx *c, int had_key, const unsigned char *iv,
     update_gpu_min(c);
 }
 
-static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
-                      const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[], int enc)
+/* A key of 16, 24 or 32 bytes into c->key, without a call. */
+static inline void copy_key(unsigned char dst[32], const unsigned char *key, size_t keylen)
+{
+    memcpy(dst, key, 16);
+    if (keylen == 24)
+        memcpy(dst + 16, key + 16, 8);
+    else if (keylen == 32)
+        memcpy(dst + 16, key + 16, 16);
+}
+
+/* What a successful init means for our side (block_init_general's order:
+ * after the fallback's init; block_init's: before it). */
+static inline void init_done(block_ctx *c, const unsigned char *key, const unsigned char *iv, int enc)
+{
+    c->enc = enc;
+    c->nheld = 0;                     /* ASSUME_INIT_RESETS_STREAM */
+    c->held_stale = 0;
+    c->held_known = 1;
+    if (key != NULL) {
+        copy_key(c->key, key, c->var->keylen);
+        c->key_set = 1;
+        c->key_enc = enc;
+        if (c->gpukey != NULL) {
+            gpu()->key_free(c->gpukey);
+            c->gpukey = NULL;
+        }
+    }
+    if (iv != NULL && c->var->mode != MODE_ECB) {
+        memcpy(c->oiv, iv, BLOCK);
+        c->oiv_set = 1;
+        c->resynced = 0;
+    }
+    update_gpu_min(c);
+}
+
+static __attribute__((noinline)) int block_init_general(block_ctx *c, const unsigned char *key, size_t keylen,
+                                                        const unsigned char *iv, size_t ivlen,
+                                                        const OSSL_PARAM params[], int enc)
 {
     OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? c->fb->einit : c->fb->dinit;
 
@@ -268,25 +319,69 @@ static int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
         init_failed(c, key != NULL, iv, params);
         return 0;
     }
-    c->enc = enc;
-    c->nheld = 0;                     /* ASSUME_INIT_RESETS_STREAM */
-    c->held_stale = 0;
-    c->held_known = 1;
     note_params(c, params);
+    init_done(c, key, iv, enc);
+    return 1;
+}
+
+/* block_init_general with six arguments, for a tail call from block_init
+ * (a seventh would go on the stack: a frame in every init). */
+static __attribute__((noinline)) int init_general_enc(block_ctx *c, const unsigned char *key, size_t keylen,
+                                                      const unsigned char *iv, size_t ivlen,
+                                                      const OSSL_PARAM params[])
+{
+    return block_init_general(c, key, keylen, iv, ivlen, params, 1);
+}
+
+static __attribute__((noinline)) int init_general_dec(block_ctx *c, const unsigned char *key, size_t keylen,
+                                                      const unsigned char *iv, size_t ivlen,
+                                                      const OSSL_PARAM params[])
+{
+    return block_init_general(c, key, keylen, iv, ivlen, params, 0);
+}
+
+/*
+ * The common init (a re-key, a new IV: a DRBG does both on every call)
+ * without parameters, a key of the variant's length or none, a 16-byte IV
+ * or none (ECB: none), outside keystream mode and not CBC/CFB's restart
+ * from our IV: it cannot fail (ASSUME_INIT_OK), so our side is brought to
+ * the state after it first and the fallback's init is a tail call.  No call
+ * on the way either (no frame): a GPU key to free, or inputs of
+ * update_gpu_min that changed, take block_init_general.
+ */
+static inline int block_init(block_ctx *c, const unsigned char *key, size_t keylen,
+                             const unsigned char *iv, size_t ivlen, const OSSL_PARAM params[], int enc)
+{
+    OSSL_FUNC_cipher_encrypt_init_fn *init;
+    uint64_t was = c->flags;
+
+    if (params != NULL || c->ks != NULL || (key != NULL && (keylen != c->var->keylen || c->gpukey != NULL))
+        || (iv != NULL ? ivlen != BLOCK || c->var->mode == MODE_ECB
+                       : c->oiv_set && (c->var->mode == MODE_CBC || c->var->mode == MODE_CFB)))
+        return (enc ? init_general_enc : init_general_dec)(c, key, keylen, iv, ivlen, params);
+    c->enc = enc;
+    c->held_known = 1;
     if (key != NULL) {
-        memcpy(c->key, key, c->var->keylen);
         c->key_set = 1;
         c->key_enc = enc;
-        gpu()->key_free(c->gpukey);
-        c->gpukey = NULL;
     }
-    if (iv != NULL && c->var->mode != MODE_ECB) {
+    if ((c->flags | (uint64_t)1 << 63) != c->gm_inputs) {
+        c->flags = was;               /* as it was: the general path redoes it all */
+        return (enc ? init_general_enc : init_general_dec)(c, key, keylen, iv, ivlen, params);
+    }
+    c->nheld = 0;                     /* ASSUME_INIT_RESETS_STREAM */
+    c->held_stale = 0;
+    if (key != NULL)
+        copy_key(c->key, key, c->var->keylen);
+    if (iv != NULL) {
         memcpy(c->oiv, iv, BLOCK);
         c->oiv_set = 1;
         c->resynced = 0;
     }
-    update_gpu_min(c);
-    return 1;
+    c->ramp_left = c->ramp_start;     /* update_gpu_min with its inputs unchanged (ks NULL) */
+    c->hot_max = c->hot_set = c->hot_start;
+    init = enc ? c->fb->einit : c->fb->dinit;
+    return init(c->fbctx, key, keylen, iv, ivlen, NULL);
 }
 
 FAMILY_INITS(block)
@@ -522,9 +617,8 @@ int block_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsize,
     return c->fb->cipher(c->fbctx, out, outl, outsize, in, inl);
 }
 
-int block_get_ctx_params(void *vctx, OSSL_PARAM params[])
+static __attribute__((noinline)) int get_params_ours(block_ctx *c, OSSL_PARAM params[])
 {
-    block_ctx *c = vctx;
     OSSL_PARAM *p;
 
     /* num and the updated IV: the fallback is brought to gpuaes's position. */
@@ -543,6 +637,21 @@ int block_get_ctx_params(void *vctx, OSSL_PARAM params[])
         && !OSSL_PARAM_set_octet_ptr(p, c->oiv, BLOCK))
         return 0;
     return 1;
+}
+
+int block_get_ctx_params(void *vctx, OSSL_PARAM params[])
+{
+    block_ctx *c = vctx;
+
+    /* EVP asks for the key length on every init (OpenSSL 3.0): with nothing
+     * of ours to answer, the fallback's answer, as a tail call. */
+    if (c->ks == NULL && !c->resynced) {
+        OSSL_FUNC_cipher_get_ctx_params_fn *get = c->fb->get_ctx_params;
+
+        __asm__ volatile("" ::: "memory");   /* no code: fbctx then loads straight into place */
+        return get(c->fbctx, params);
+    }
+    return get_params_ours(c, params);
 }
 
 int block_set_ctx_params(void *vctx, const OSSL_PARAM params[])

@@ -59,6 +59,12 @@
  *   had one; CTR goes on from its counter (the updated IV) with num 0.
  *   block_init (gives CBC/CFB that IV itself: the fallback's copy is
  *   overwritten by block_fb_resync; brings a keystream context to its position).
+ * ASSUME_INIT_OK (load)
+ *   An ECB, CBC, CFB or CTR init without parameters, with a key of the
+ *   variant's length or none and a 16-byte IV or none (ECB: none), succeeds
+ *   in any state, in either direction (the default provider's generic init
+ *   then only copies and expands).  block_init (its tail call: the context's
+ *   state is ours before the call).
  * ASSUME_IV_PARAM_IS_ORIGINAL (load)
  *   OSSL_CIPHER_PARAM_IV is the IV given at init, not the running state.
  *   block_get_ctx_params (answers with its own copy after a resync), init_failed.
@@ -151,6 +157,7 @@
     X(CTR_128BIT_COUNTER, 1)                            \
     X(CTR_SCRATCH_REBUILDS_PARTIAL, 1)                  \
     X(REINIT_RESTORES_IV, 1)                            \
+    X(INIT_OK, 1)                                       \
     X(IV_PARAM_IS_ORIGINAL, 1)                          \
     X(SHARED_PARAM_TABLES, 0)                           \
     X(GCM_IV_BUFFERED, 1)                               \
