@@ -391,24 +391,31 @@ int check_INIT_OK(assume_run *r)
     int ok = 1;
 
     fill(in, sizeof(in), 24);
-    /* each mode and direction; fresh, keyed, 5 bytes in, finished; a key
-     * alone, an IV alone, both */
-    for (gpuaes_mode m = MODE_ECB; ok && m <= MODE_CTR; m++)
-        for (int k = 0; ok && k < 24; k++) {
-            int state = k % 4, enc = k / 4 % 2, what = k / 8;
-            const unsigned char *key = what != 1 ? K2 : NULL, *iv = what != 0 && m != MODE_ECB ? IV2 : NULL;
-            size_t outl;
-            fbc c = { 0 };
+    /* One context per mode and direction (the check runs at every load), through
+     * each state: fresh, no key yet, mid-block, finished; a key alone, an IV
+     * alone (ECB: none), both. */
+    for (int k = 0; ok && k < 8; k++) {
+        gpuaes_mode m = (gpuaes_mode)(k / 2);
+        int enc = k % 2;
+        const unsigned char *iv1 = m == MODE_ECB ? NULL : IV1, *iv2 = m == MODE_ECB ? NULL : IV2;
+        size_t outl;
+        fbc c = { 0 };
 
-            ok = open_ctx(r, &c, m)
-                && need(r, state == 0 || init(&c, enc, K1, m == MODE_ECB ? NULL : IV1), "first init")
-                && need(r, state < 2 || upd(&c, out, in, 5) != SIZE_MAX, "5 bytes");
-            if (ok && state == 3)
-                (void)c.fb->final(c.ctx, out, &outl, sizeof(out));   /* may refuse 5 bytes: either way finished */
-            ok = ok && expect(r, init(&c, enc, key, iv),
-                              "an init with no parameters and a key or IV of the right length failed");
-            close_ctx(&c);
-        }
+        ok = open_ctx(r, &c, m)
+            && expect(r, init(&c, enc, NULL, iv1), "an init with an IV alone failed on a fresh context")
+            && expect(r, init(&c, enc, K2, NULL), "an init with a key alone failed on an unkeyed context")
+            && need(r, upd(&c, out, in, 5) != SIZE_MAX, "5 bytes")
+            && expect(r, init(&c, enc, K1, iv2), "an init with a key and an IV failed mid-block")
+            && need(r, upd(&c, out, in, 5) != SIZE_MAX, "5 bytes")
+            && expect(r, init(&c, enc, NULL, iv1), "an init with an IV alone failed mid-block")
+            && need(r, upd(&c, out, in, 5) != SIZE_MAX, "5 bytes")
+            && expect(r, init(&c, enc, K2, NULL), "an init with a key alone failed mid-block")
+            && need(r, upd(&c, out, in, 5) != SIZE_MAX, "5 bytes");
+        if (ok)
+            (void)c.fb->final(c.ctx, out, &outl, sizeof(out));   /* may refuse 5 bytes: either way finished */
+        ok = ok && expect(r, init(&c, enc, K1, iv2), "an init with a key and an IV failed after a final");
+        close_ctx(&c);
+    }
     return ok;
 }
 
