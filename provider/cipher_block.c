@@ -87,7 +87,15 @@ static __attribute__((noinline)) void gpu_min_compute(block_ctx *c, uint64_t inp
                : !c->enc && c->pad ? TRACK_LAST : TRACK_WHOLE;
     c->ramp_start = c->var->mode == MODE_CTR && c->prov->ks_enabled && !c->tls && c->key_set
         && c->ks == NULL ? c->prov->ks_ramp : SIZE_MAX;
-    c->hot_start = c->ramp_start < c->gpu_min ? c->ramp_start : c->gpu_min;
+    /* set_hot's bound right after: 0 in keystream mode */
+    c->hot_start = c->ks != NULL ? 0 : c->ramp_start < c->gpu_min ? c->ramp_start : c->gpu_min;
+}
+
+/* The ramp and the hot count start over, from what gpu_min_compute found. */
+static inline void restart_hot(block_ctx *c)
+{
+    c->ramp_left = c->ramp_start;
+    c->hot_max = c->hot_set = c->hot_start;
 }
 
 static inline void update_gpu_min(block_ctx *c)
@@ -99,8 +107,7 @@ static inline void update_gpu_min(block_ctx *c)
 
     if (inputs != c->gm_inputs)
         gpu_min_compute(c, inputs);
-    c->ramp_left = c->ramp_start;
-    set_hot(c);
+    restart_hot(c);
 }
 
 void *block_newctx(void *provctx, const gpuaes_variant *var)
@@ -266,29 +273,29 @@ static inline void copy_key(unsigned char dst[32], const unsigned char *key, siz
         memcpy(dst + 16, key + 16, 16);
 }
 
-/* What a successful init means for our side (block_init_general's order:
- * after the fallback's init; block_init's: before it). */
-static inline void init_done(block_ctx *c, const unsigned char *key, const unsigned char *iv, int enc)
+/* What a successful init sets of the flags update_gpu_min reads. */
+static inline void init_flags(block_ctx *c, const unsigned char *key, int enc)
 {
     c->enc = enc;
-    c->nheld = 0;                     /* ASSUME_INIT_RESETS_STREAM */
-    c->held_stale = 0;
     c->held_known = 1;
     if (key != NULL) {
-        copy_key(c->key, key, c->var->keylen);
         c->key_set = 1;
         c->key_enc = enc;
-        if (c->gpukey != NULL) {
-            gpu()->key_free(c->gpukey);
-            c->gpukey = NULL;
-        }
     }
-    if (iv != NULL && c->var->mode != MODE_ECB) {
+}
+
+/* What it copies and empties (iv: NULL for ECB, which has none). */
+static inline void init_copies(block_ctx *c, const unsigned char *key, const unsigned char *iv)
+{
+    c->nheld = 0;                     /* ASSUME_INIT_RESETS_STREAM */
+    c->held_stale = 0;
+    if (key != NULL)
+        copy_key(c->key, key, c->var->keylen);
+    if (iv != NULL) {
         memcpy(c->oiv, iv, BLOCK);
         c->oiv_set = 1;
         c->resynced = 0;
     }
-    update_gpu_min(c);
 }
 
 static __attribute__((noinline)) int block_init_general(block_ctx *c, const unsigned char *key, size_t keylen,
@@ -320,7 +327,13 @@ static __attribute__((noinline)) int block_init_general(block_ctx *c, const unsi
         return 0;
     }
     note_params(c, params);
-    init_done(c, key, iv, enc);
+    init_flags(c, key, enc);
+    if (key != NULL && c->gpukey != NULL) {
+        gpu()->key_free(c->gpukey);
+        c->gpukey = NULL;
+    }
+    init_copies(c, key, c->var->mode != MODE_ECB ? iv : NULL);
+    update_gpu_min(c);
     return 1;
 }
 
@@ -359,27 +372,13 @@ static inline int block_init(block_ctx *c, const unsigned char *key, size_t keyl
         || (iv != NULL ? ivlen != BLOCK || c->var->mode == MODE_ECB
                        : c->oiv_set && (c->var->mode == MODE_CBC || c->var->mode == MODE_CFB)))
         return (enc ? init_general_enc : init_general_dec)(c, key, keylen, iv, ivlen, params);
-    c->enc = enc;
-    c->held_known = 1;
-    if (key != NULL) {
-        c->key_set = 1;
-        c->key_enc = enc;
-    }
+    init_flags(c, key, enc);
     if ((c->flags | (uint64_t)1 << 63) != c->gm_inputs) {
         c->flags = was;               /* as it was: the general path redoes it all */
         return (enc ? init_general_enc : init_general_dec)(c, key, keylen, iv, ivlen, params);
     }
-    c->nheld = 0;                     /* ASSUME_INIT_RESETS_STREAM */
-    c->held_stale = 0;
-    if (key != NULL)
-        copy_key(c->key, key, c->var->keylen);
-    if (iv != NULL) {
-        memcpy(c->oiv, iv, BLOCK);
-        c->oiv_set = 1;
-        c->resynced = 0;
-    }
-    c->ramp_left = c->ramp_start;     /* update_gpu_min with its inputs unchanged (ks NULL) */
-    c->hot_max = c->hot_set = c->hot_start;
+    init_copies(c, key, iv);          /* (no IV for ECB here) */
+    restart_hot(c);                   /* update_gpu_min with its inputs unchanged */
     init = enc ? c->fb->einit : c->fb->dinit;
     return init(c->fbctx, key, keylen, iv, ivlen, NULL);
 }

@@ -594,28 +594,18 @@ int gpuaesd_poll_reply(gpuaesd_conn *c, gpuaesd_job_reply *rep)
 static int ring_wait(gpuaesd_conn *c, gpuaesd_job_reply *rep, int64_t deadline)
 {
     for (;;) {
-        int rc = ring_reply(c, rep);
+        int rc = ring_reply(c, rep), slept;
         int64_t left = deadline - now_ms();
-        struct pollfd p[2] = { { c->fd, POLLIN, 0 }, { c->cli_efd, POLLIN, 0 } };
 
         if (rc != 0)
             return rc > 0 ? 0 : -1;
-        ring_store(&c->ring->cli_sleeping, 1);
-        ring_fence();
-        if (ring_load(&c->ring->cq_tail) != c->cq_head) {
-            ring_store(&c->ring->cli_sleeping, 0);
-            continue;
-        }
-        rc = left > 0 ? poll(p, 2, left > INT32_MAX ? INT32_MAX : (int)left) : 0;
-        ring_store(&c->ring->cli_sleeping, 0);
-        if (rc < 0 && errno == EINTR)
-            continue;
-        if (p[1].revents & POLLIN)
-            ring_drain(c->cli_efd);
-        if (rc == 0 || rc < 0 || (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-            if ((rc = ring_reply(c, rep)) != 0)   /* answered before its end */
+        slept = left > 0 ? ring_sleep(&c->ring->cli_sleeping, &c->ring->cq_tail, c->cq_head, c->fd, c->cli_efd,
+                                      left > INT32_MAX ? INT32_MAX : (int)left)
+                         : RING_TIMEOUT;
+        if (slept != RING_MOVED) {             /* its end, the deadline, or an error */
+            if ((rc = ring_reply(c, rep)) != 0)   /* answered before that */
                 return rc > 0 ? 0 : -1;
-            c->dead = 1;                          /* ended, or the deadline */
+            c->dead = 1;
             return -1;
         }
     }

@@ -7,6 +7,8 @@
 #ifndef GPUAESD_RING_H
 #define GPUAESD_RING_H
 
+#include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -45,6 +47,39 @@ static inline void ring_drain(int efd)
     uint64_t v;
 
     (void)!read(efd, &v, sizeof(v));
+}
+
+enum { RING_ERROR = -1, RING_TIMEOUT = 0, RING_MOVED = 1, RING_SOCKET = 2 };
+
+/*
+ * One side's wait, the same at both ends: says it sleeps, looks once more
+ * whether the peer's index moved from `seen` (the fence makes a kick it
+ * would miss impossible), then waits on its eventfd and the connection's
+ * socket for up to timeout_ms (-1: no bound).  RING_MOVED (look again),
+ * RING_SOCKET (the socket has something: its end, or a message),
+ * RING_TIMEOUT, or RING_ERROR.
+ */
+static inline int ring_sleep(uint32_t *sleeping, const uint32_t *index, uint32_t seen, int sock, int efd,
+                             int timeout_ms)
+{
+    struct pollfd p[2] = { { sock, POLLIN, 0 }, { efd, POLLIN, 0 } };
+    int rc;
+
+    ring_store(sleeping, 1);
+    ring_fence();
+    if (ring_load(index) != seen) {
+        ring_store(sleeping, 0);
+        return RING_MOVED;
+    }
+    rc = poll(p, 2, timeout_ms);
+    ring_store(sleeping, 0);
+    if (rc < 0)
+        return errno == EINTR ? RING_MOVED : RING_ERROR;
+    if (p[1].revents & POLLIN)
+        ring_drain(efd);
+    if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
+        return RING_SOCKET;
+    return rc == 0 ? RING_TIMEOUT : RING_MOVED;
 }
 
 /* Service: a new ring (zeroed, magic and slots set) in a memfd sealed

@@ -245,7 +245,6 @@ static ssize_t ring_next(client *c, unsigned char *m, size_t n, int *mfd)
     *mfd = -1;
     for (;;) {
         uint32_t avail = ring_load(&c->ring->sq_tail) - c->sq_head;
-        struct pollfd p[2] = { { c->fd, POLLIN, 0 }, { c->svc_efd, POLLIN, 0 } };
 
         if (avail > GPUAESD_RING_SLOTS)
             return -2;
@@ -260,19 +259,14 @@ static ssize_t ring_next(client *c, unsigned char *m, size_t n, int *mfd)
             memcpy(&h, m, sizeof(h));
             return h.type == GPUAESD_JOB && n >= sizeof(*slot) ? (ssize_t)sizeof(*slot) : -2;
         }
-        ring_store(&c->ring->svc_sleeping, 1);
-        ring_fence();
-        if (ring_load(&c->ring->sq_tail) != c->sq_head) {
-            ring_store(&c->ring->svc_sleeping, 0);
-            continue;
-        }
-        if (poll(p, 2, -1) < 0 && errno != EINTR)
-            return -1;
-        ring_store(&c->ring->svc_sleeping, 0);
-        if (p[1].revents & POLLIN)
-            ring_drain(c->svc_efd);
-        if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
+        switch (ring_sleep(&c->ring->svc_sleeping, &c->ring->sq_tail, c->sq_head, c->fd, c->svc_efd, -1)) {
+        case RING_SOCKET:
             return recv_msg(c->fd, m, n, mfd);
+        case RING_ERROR:
+            return -1;
+        default:
+            break;
+        }
     }
 }
 

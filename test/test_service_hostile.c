@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "service_util.h"
+#include "fdpass.h"
 #include "ring.h"
 #include "sockdir.h"
 #include "testutil.h"
@@ -232,33 +233,11 @@ static int spare_hello(const char *dir, int k)
 /* A message and up to 4 descriptors (-1 where none) within ms: as recv_ms. */
 static ssize_t recv_fds_ms(int fd, void *m, size_t n, int fds[4], int ms)
 {
-    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int) * 8)]; } cb;
-    struct iovec iov = { m, n };
-    struct msghdr mh = { 0 };
     struct pollfd p = { fd, POLLIN, 0 };
-    ssize_t r;
 
     for (int i = 0; i < 4; i++)
         fds[i] = -1;
-    if (poll(&p, 1, ms) <= 0)
-        return -1;
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = cb.b;
-    mh.msg_controllen = sizeof(cb.b);
-    r = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    for (struct cmsghdr *c = r >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; c != NULL; c = CMSG_NXTHDR(&mh, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int)), got[8];
-
-            memcpy(got, CMSG_DATA(c), sizeof(int) * (size_t)k);
-            for (int i = 0; i < k; i++)
-                if (i < 4)
-                    fds[i] = got[i];
-                else
-                    close(got[i]);
-        }
-    return r;
+    return poll(&p, 1, ms) <= 0 ? -1 : gpuaesd_recv_fds(fd, m, n, fds, 4);
 }
 
 /* 14: a client with a job ring that scribbles on it (docs/SERVICE.md, "Job
