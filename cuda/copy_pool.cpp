@@ -35,15 +35,14 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <thread>
 #include <unistd.h>
 
 namespace gpuaes {
@@ -60,7 +59,7 @@ constexpr int kDefaultMax = 8;                // default: min(8, cores / 2) thre
 // long before they sleep (poll_wait.h).  A sleeping worker wakes 10-40 us
 // late here (bench/probe/copy_latency.cpp "pool cold"), the time of one to
 // two 256 KiB parts at ~12 GB/s.
-constexpr std::chrono::microseconds kSpin = kPollBeforeSleep;
+constexpr int64_t kSpinNs = std::chrono::nanoseconds(kPollBeforeSleep).count();
 // The load rule (copy_workers_for), re-sampled at most this often.
 constexpr int64_t kSampleNs = 50'000'000;
 
@@ -101,10 +100,12 @@ std::atomic<int64_t> g_awake_ns{0};     // workers' finished awake spells, summe
 std::atomic<int64_t> g_next_sample{0};  // steady ns of the next load sample
 std::atomic<bool> g_sampling{false};    // a thread is sampling now
 
+// clock_gettime, not std::chrono's clocks: gpuaes.so links the pool without libstdc++.
 int64_t now_ns()
 {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch()).count();
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 void queue_push(CopyTask *t) // g_lock held
@@ -148,16 +149,16 @@ void worker_part_done(CopyTask *t)
     if (t->left.fetch_sub(1, std::memory_order_acq_rel) == 1) pthread_cond_signal(&t->done);
 }
 
-// Polls (lock not held) until a copy is queued (true), or for kSpin, or
+// Polls (lock not held) until a copy is queued (true), or for kSpinNs, or
 // until this worker's generation ended (false).
 bool spin_for_work(unsigned gen)
 {
-    const auto until = std::chrono::steady_clock::now() + kSpin;
+    const int64_t until = now_ns() + kSpinNs;
     for (unsigned i = 1;; ++i) {
         if (g_queued.load(std::memory_order_acquire) > 0) return true;
         if (g_gen.load(std::memory_order_relaxed) != gen) return false;
         cpu_relax();
-        if ((i & 63) == 0 && std::chrono::steady_clock::now() >= until) return false;
+        if ((i & 63) == 0 && now_ns() >= until) return false;
     }
 }
 
@@ -200,7 +201,7 @@ void wake_one_locked(int want)
 }
 
 // A worker copies parts while the load rule allows it (id < g_allowed),
-// polls kSpin for more after its last one, then sleeps until an owner wakes
+// polls kSpinNs for more after its last one, then sleeps until an owner wakes
 // it.  `spun`: it has polled since its last part or wake-up.
 void *worker_main(void *arg)
 {
@@ -282,7 +283,8 @@ int configured_threads()
     const int set = gpu_settings().copy_threads; // 1..64 (the provider checked), 0: the default
     if (set > 0) return std::min(set, kMaxThreads);
     if (g_test_threads > 0) return g_test_threads;
-    unsigned hw = std::thread::hardware_concurrency();
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned hw = online > 0 ? (unsigned)online : 0;
     cpu_set_t set_cpus;
     CPU_ZERO(&set_cpus);
     if (sched_getaffinity(0, sizeof set_cpus, &set_cpus) == 0) { // taskset / cpuset limits
@@ -447,10 +449,10 @@ void copy_wait(CopyTask *t)
     if (t->left.load(std::memory_order_acquire) != 0) {
         // The rest is being copied by workers (a part each, ~20 us): poll
         // as long as a wake-up would cost, then sleep.
-        const auto until = std::chrono::steady_clock::now() + kSpin;
+        const int64_t until = now_ns() + kSpinNs;
         for (unsigned i = 1; t->left.load(std::memory_order_acquire) != 0; ++i) {
             cpu_relax();
-            if ((i & 63) == 0 && std::chrono::steady_clock::now() >= until) break;
+            if ((i & 63) == 0 && now_ns() >= until) break;
         }
     }
     pthread_mutex_lock(&g_lock); // also: the last worker has left worker_part_done()

@@ -389,7 +389,7 @@ extern "C" const char *gpuaes_gpu_state(void)
     using namespace gpuaes;
     if (g_child_after_cuda.load()) return kForkMsg;
     switch (g_init_state.load(std::memory_order_acquire)) {
-    case kInitNone: return "GPU not started (it starts once the process has done gpu_start_bytes of work it could take)";
+    case kInitNone: return GPUAES_STATE_NOT_STARTED;
     case kInitRunning: return "GPU starting";
     default: return gpuaes_gpu_description();
     }

@@ -3,8 +3,10 @@
 // copies into and out of its shared segment (provider/gpu_remote.c).  CPU
 // only: the pool (copy_pool.cpp, copy_kernels.cpp, copy_load.cpp) makes no
 // CUDA call, so an application in service mode gets its copy threads
-// without CUDA.
+// without CUDA.  No libstdc++ either (malloc and placement new): gpuaes.so links
+// this and loads without it.
 #include <atomic>
+#include <cstdlib>
 #include <new>
 
 #include "copy_pool.h"
@@ -45,7 +47,8 @@ extern "C" gpuaes_host_copy_task *gpuaes_host_copy_begin(void *dst, const void *
                                                          int stream)
 {
     using namespace gpuaes;
-    auto *h = new (std::nothrow) gpuaes_host_copy_task;
+    void *mem = std::malloc(sizeof(gpuaes_host_copy_task));
+    auto *h = mem != nullptr ? new (mem) gpuaes_host_copy_task : nullptr;
     copy_pool_enter();
     if (h == nullptr) { // no memory for a task: this one on the caller's stack, now
         CopyTask t;
@@ -63,7 +66,8 @@ extern "C" void gpuaes_host_copy_end(gpuaes_host_copy_task *h)
     if (h == nullptr) return;
     gpuaes::copy_wait(&h->t);
     gpuaes::copy_pool_leave();
-    delete h;
+    h->~gpuaes_host_copy_task();
+    std::free(h);
 }
 
 extern "C" void gpuaes_host_copy_stop(void)

@@ -188,8 +188,10 @@ int gpuaes_gpu_started(void);
  * for each further device it may use. */
 int gpuaes_gpu_device_count(void);
 
-/* The same without waiting: the description once initialised, else "GPU not
- * started ..." or "GPU starting". */
+/* The same without waiting: the description once initialised, else
+ * GPUAES_STATE_NOT_STARTED or "GPU starting". */
+#define GPUAES_STATE_NOT_STARTED \
+    "GPU not started (it starts once the process has done gpu_start_bytes of work it could take)"
 const char *gpuaes_gpu_state(void);
 
 /*

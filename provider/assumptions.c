@@ -74,8 +74,11 @@ int assume_first_failure(const gpuaes_prov *prov, assume_run *r)
 int assume_verify_at_load(gpuaes_prov *prov)
 {
     assume_run r;
-    int a = assume_first_failure(prov, &r);
+    int a;
 
+    if (prov->fallback_checked)       /* the same checks, on this fallback, a moment ago */
+        return 1;
+    a = assume_first_failure(prov, &r);
     if (a < 0)
         return 1;
     /* A libcrypto that behaves otherwise: only the default provider's answers. */

@@ -1,5 +1,4 @@
 #define _POSIX_C_SOURCE 200809L  /* nanosleep (test hook) */
-#define _GNU_SOURCE              /* dladdr */
 /*
  * fallback.c - OpenSSL's default provider, whose cipher functions gpuaes
  * calls directly through their dispatch tables (OSSL_PROVIDER_query_operation):
@@ -12,7 +11,6 @@
  * gpuaes (or only FIPS).  What gpuaes assumes of them beyond the provider
  * API, and the checks that pin it (also run at load): fallback_assumptions.h.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,13 +179,12 @@ static void describe(gpuaes_prov *prov, const char *note)
 {
     const char *version = "?";
     OSSL_PARAM p[] = { OSSL_PARAM_utf8_ptr("version", (char **)&version, 0), OSSL_PARAM_END };
-    Dl_info info = { 0 };
+    const char *path = NULL;
 
     (void)OSSL_PROVIDER_get_params(prov->fallback_prov, p);
-    (void)dladdr((void *)prov->fallbacks[0].newctx, &info);
+    (void)loaded_object((void *)(uintptr_t)prov->fallbacks[0].newctx, NULL, &path);
     snprintf(prov->fallback_desc, sizeof(prov->fallback_desc), "%s %s (%s)%s",
-             prov->fallback_app ? "application" : "private", version,
-             info.dli_fname != NULL ? info.dli_fname : "?", note);
+             prov->fallback_app ? "application" : "private", version, path != NULL ? path : "?", note);
 }
 
 int fallback_load(gpuaes_prov *prov, const OSSL_DISPATCH *in)
@@ -213,6 +210,7 @@ int fallback_load(gpuaes_prov *prov, const OSSL_DISPATCH *in)
                      assume_name((gpuaes_assumption)a), r.why);
             prov->fallback_app = 0;
         }
+        prov->fallback_checked = prov->fallback_app;
         err_pop_to_mark(prov);
         if (!prov->fallback_app) {
             gpuaes_debug("not the application's default provider: the private one%s", note);
@@ -249,4 +247,5 @@ void fallback_unload(gpuaes_prov *prov)
     prov->fallback_provctx = NULL;
     prov->fallbacks = NULL;
     prov->fallback_app = 0;
+    prov->fallback_checked = 0;
 }

@@ -1,28 +1,9 @@
 /*
- * gpu_backend.c - the in-process GPU layer as a backend, and the choice
- * (gpu_backend.h).
+ * gpu_backend.c - the choice of the GPU backend (gpu_backend.h).
  */
 #include <pthread.h>
 
 #include "gpuaes.h"
-
-static unsigned inprocess_load(gpuaes_op op, uint64_t *ns_per_byte, unsigned *procs)
-{
-    (void)op;
-    *ns_per_byte = 0;
-    *procs = 0;
-    return 0;
-}
-
-static const gpu_backend gpu_backend_inprocess = {
-    "inprocess",
-    gpuaes_gpu_available, gpuaes_gpu_wait, gpuaes_gpu_wait, gpuaes_gpu_supports,
-    gpuaes_gpu_description, gpuaes_gpu_started, gpuaes_gpu_state, gpuaes_gpu_run,
-    gpuaes_key_new, gpuaes_key_free,
-    { gpuaes_ks_window_new, gpuaes_ks_fill, gpuaes_ks_ready, gpuaes_ks_pin, gpuaes_ks_unpin,
-      gpuaes_ks_window_free, gpuaes_ks_windows },
-    gpuaes_gpu_shutdown, inprocess_load
-};
 
 _Atomic(const gpu_backend *) gpu_backend_in_use = &gpu_backend_inprocess;
 

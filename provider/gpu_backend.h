@@ -7,7 +7,8 @@
  *
  * The provider calls the job part through gpu() (gpu()->run(job)); the
  * rest of gpuaes_gpu.h (settings, memory, keystream statistics) stays the
- * in-process layer's: in service mode it is never started and answers zeros.
+ * in-process layer's (gpu_inprocess_*): in service mode it is never loaded
+ * and answers zeros.
  */
 #ifndef GPUAES_GPU_BACKEND_H
 #define GPUAES_GPU_BACKEND_H
@@ -71,6 +72,16 @@ typedef struct gpu_remote_settings {
 /* The first call in a process chooses; later ones keep that choice. */
 void gpu_backend_select(gpu_backend_kind kind, const gpu_remote_settings *remote);
 gpu_backend_kind gpu_backend_kind_in_use(void);
+
+/* gpu_inprocess.c: the layer loaded when the GPU first starts (include/gpuaes_layer.h).
+ * The provider's settings reach it through these, loaded or not; memory and
+ * keystream statistics are zeros until it is. */
+extern const gpu_backend gpu_backend_inprocess;
+void gpu_inprocess_configure(const gpuaes_gpu_settings *s);
+void gpu_inprocess_ks_limit(size_t total_bytes);
+void gpu_inprocess_memory(gpuaes_gpu_memory_stats *m);
+void gpu_inprocess_ks_stats(unsigned long long *launches, unsigned long long *jobs);
+int gpu_inprocess_layer_loaded(void);
 
 /* gpu_remote.c */
 extern const gpu_backend gpu_backend_service;

@@ -84,6 +84,7 @@ typedef struct gpuaes_prov {
     gpuaes_core_err err;                   /* the core's error upcalls (prov_err.h) */
     int fallback_want;                     /* fallback: FALLBACK_* asked for */
     int fallback_app;                      /* the application's default provider is in use */
+    int fallback_checked;                  /* fallback_load ran the load checks on it: passed */
     char fallback_desc[512];               /* "application 3.5.6 (/path/of/its/code)" */
     OSSL_LIB_CTX *fallback_libctx;         /* private, or the child of the application's */
     OSSL_PROVIDER *fallback_prov;
@@ -206,6 +207,10 @@ void gpuaes_debug(const char *fmt, ...)
 #endif
     ;
 int gpuaes_debug_enabled(void);
+
+/* loaded_object.c: the loaded object holding addr (1), its load base and,
+ * for a shared library, its path (NULL for the executable); 0 when none. */
+int loaded_object(const void *addr, uintptr_t *base, const char **path);
 
 /* The table in provider.c. */
 extern const gpuaes_variant gpuaes_variants[];

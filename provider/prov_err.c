@@ -1,8 +1,6 @@
 /*
  * prov_err.c - gpuaes's errors on the core's queue (prov_err.h).
  */
-#define _GNU_SOURCE                   /* dladdr */
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <openssl/err.h>
 
@@ -16,11 +14,11 @@
  */
 static int same_object(const void *a, const void *b)
 {
-    Dl_info ia, ib;
+    uintptr_t ba, bb;
 
-    if (a == NULL || dladdr(a, &ia) == 0 || dladdr(b, &ib) == 0)
+    if (a == NULL || !loaded_object(a, &ba, NULL) || !loaded_object(b, &bb, NULL))
         return 1;
-    return ia.dli_fbase == ib.dli_fbase;
+    return ba == bb;
 }
 
 void err_core_init(gpuaes_core_err *e, const OSSL_DISPATCH *in)
@@ -44,7 +42,7 @@ void err_core_init(gpuaes_core_err *e, const OSSL_DISPATCH *in)
     }
     if (e->new_error == NULL || e->set_error_debug == NULL || e->vset_error == NULL)
         e->new_error = NULL;          /* all three or none: the linked libcrypto's */
-    /* Function pointers as addresses: POSIX dladdr's own contract. */
+    /* Function pointers as addresses (POSIX allows the conversion). */
     e->foreign = e->new_error != NULL
         && !same_object((void *)(uintptr_t)e->new_error, (void *)(uintptr_t)&ERR_new);
 }

@@ -271,7 +271,7 @@ static int memory_get_params(OSSL_PARAM params[])
     gpuaes_gpu_memory_stats m = { 0, 0, 0 };
     OSSL_PARAM *p;
 
-    gpuaes_gpu_memory(&m);
+    gpu_inprocess_memory(&m);
     p = OSSL_PARAM_locate(params, "gpu-memory");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, m.held))
         return 0;
@@ -351,7 +351,7 @@ static int keystream_get_params(const gpuaes_prov *prov, OSSL_PARAM params[])
     p = OSSL_PARAM_locate(params, "keystream-used");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, ks_bytes_used()))
         return 0;
-    gpuaes_ks_stats(&launches, &jobs);
+    gpu_inprocess_ks_stats(&launches, &jobs);
     p = OSSL_PARAM_locate(params, "keystream-launches");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, launches))
         return 0;
@@ -388,7 +388,7 @@ static void gpuaes_teardown(void *provctx)
     gpuaes_prov *prov = provctx;
     unsigned long long launches = 0, jobs = 0;
 
-    gpuaes_ks_stats(&launches, &jobs);
+    gpu_inprocess_ks_stats(&launches, &jobs);
     if (ks_bytes_made() > 0)
         gpuaes_debug("keystream: made %llu, used %llu bytes (%.1f%% wasted), %llu launches for %llu fills",
                      (unsigned long long)ks_bytes_made(), (unsigned long long)ks_bytes_used(),
@@ -444,7 +444,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     prov->handle = handle;
     err_core_init(&prov->err, in);         /* first: the knobs' errors go there */
     settings_load(prov, core_get_params);
-    gpuaes_gpu_configure(&prov->gpu);       /* before anything can use the GPU */
+    gpu_inprocess_configure(&prov->gpu);    /* before anything can use the GPU */
     gpu_backend_select((gpu_backend_kind)prov->gpu_backend,
                        &(gpu_remote_settings){ prov->gpu.disable_gpu, (unsigned)prov->service_timeout_ms,
                                                prov->service_chunk, (unsigned)prov->service_connect_wait_ms,

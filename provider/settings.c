@@ -5,7 +5,7 @@
  * bad value is refused with an error on the OpenSSL error queue naming the
  * knob (and the debug log); the provider still loads, with the value that
  * the other source gave or the default.  The GPU layer's knobs reach it
- * through gpuaes_gpu_configure() (include/gpuaes_gpu.h holds their limits).
+ * through gpu_inprocess_configure() (include/gpuaes_gpu.h holds their limits).
  */
 #include <ctype.h>
 #include <stddef.h>
@@ -403,7 +403,7 @@ void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_par
                      "keystream ahead off", t, w);
         prov->ks_enabled = 0;
     }
-    gpuaes_ks_set_limit(prov->ks_total);
+    gpu_inprocess_ks_limit(prov->ks_total);
     gpu_remote_ks_limit(prov->ks_total, (size_t)prov->ks_max_contexts * KS_NWIN);
 }
 

@@ -158,6 +158,7 @@ static int start_after_work(void)
         ctr_same(&env, in, len, a, b);
     CHECKF(strstr(provider_name(&env), "not started") != NULL, "after 12 MiB: %s",
            provider_name(&env));
+    CHECKF(!test_mapped("/" TEST_LAYER_FILE), "after 12 MiB: the GPU layer is loaded");
     for (int i = 0; i < 2; i++)
         ctr_same(&env, in, len, a, b);
     CHECKF(strstr(provider_name(&env), "not started") == NULL, "after 20 MiB: %s",
@@ -192,6 +193,10 @@ int main(int argc, char **argv)
     ctr_same(&env, in, 4096, a, b);
     CHECKF(strstr(provider_name(&env), "not started") != NULL, "after small calls: %s",
            provider_name(&env));
+    /* Nor has anything been loaded for it: the GPU layer (and its CUDA
+     * runtime) nor libstdc++ (include/gpuaes_layer.h). */
+    CHECKF(!test_mapped("/" TEST_LAYER_FILE), "the GPU layer is loaded before the GPU starts");
+    CHECKF(!test_mapped("libstdc++"), "libstdc++ is loaded by a process of C and OpenSSL");
 
     /* The first call worth the GPU (an explicit threshold here) starts it
      * and waits for it, then runs there: no thread is left starting CUDA
@@ -201,6 +206,8 @@ int main(int argc, char **argv)
     CHECKF(strstr(provider_name(&env), "not started") == NULL
                && strstr(provider_name(&env), "starting") == NULL,
            "after the first large call: %s", provider_name(&env));
+    if (getenv("GPUAES_GPU_BACKEND") == NULL || strcmp(getenv("GPUAES_GPU_BACKEND"), "service") != 0)
+        CHECKF(test_mapped("/" TEST_LAYER_FILE), "the GPU started without its layer loaded");
     if (test_gpu_available(&env)) {
         CHECKF(test_gpu_bytes(&env) > before, "the first large call did not reach the GPU");
         before = test_gpu_bytes(&env);

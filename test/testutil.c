@@ -159,15 +159,14 @@ void test_fail(const char *file, int line, const char *what)
     }
 }
 
-/* 1 when libcuda is mapped into this process. */
-static int cuda_mapped(void)
+int test_mapped(const char *file)
 {
-    char line[512];
+    char line[4608];
     FILE *f = fopen("/proc/self/maps", "r");
     int found = 0;
 
     while (f != NULL && !found && fgets(line, sizeof(line), f) != NULL)
-        found = strstr(line, "libcuda.so") != NULL;
+        found = strstr(line, file) != NULL;
     if (f != NULL)
         fclose(f);
     return found;
@@ -178,9 +177,11 @@ int test_report(const char *name)
     const char *backend = getenv("GPUAES_GPU_BACKEND");
 
     /* Service mode's promise (docs/SERVICE.md): no CUDA inside applications,
-     * the service backend's copy threads included. */
-    if (backend != NULL && strcmp(backend, "service") == 0 && cuda_mapped()) {
-        printf("%s: libcuda is loaded in this process, with gpu_backend = service\n", name);
+     * the service backend's copy threads included, nor the GPU layer. */
+    if (backend != NULL && strcmp(backend, "service") == 0
+        && (test_mapped("libcuda.so") || test_mapped("/" TEST_LAYER_FILE))) {
+        printf("%s: libcuda or the GPU layer is loaded in this process, with gpu_backend = service\n",
+               name);
         test_failures++;
     }
     printf("%s: %s\n", name, test_failures ? "FAILED" : "ok");

@@ -48,6 +48,11 @@ unsigned char *test_unhex(const char *hex, size_t *len);
 extern int test_failures;
 #define TEST_CHECK(cond) do { if (!(cond)) test_fail(__FILE__, __LINE__, #cond); } while (0)
 void test_fail(const char *file, int line, const char *what);
+/* 1 when a file whose path contains `file` is mapped into this process
+ * (/proc/self/maps): e.g. "/" TEST_LAYER_FILE, the GPU layer gpuaes loads when
+ * the GPU starts (include/gpuaes_layer.h). */
+int test_mapped(const char *file);
+#define TEST_LAYER_FILE "gpuaes_gpu.so"
 int test_report(const char *name);   /* prints "N passed, N failed"-style summary, returns exit code */
 
 #endif
