@@ -163,6 +163,19 @@ OPENSSL_CONF=$T/test.cnf "${OPENSSL[@]}" list -providers 2>&1 | grep -q "^  gpua
     || fail "openssl.cnf: gpuaes not among the active providers"
 echo "ok  openssl.cnf"
 
+# The module alone, without the GPU layer beside it (and none installed):
+# every call on the CPU, right, and the debug log says why (no crash, no
+# error for the application: a host without the layer has no GPU).
+mkdir "$T/alone" && cp "$DIR/gpuaes.so" "$T/alone/"
+GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_DEBUG=1 "${OPENSSL[@]}" enc -provider-path "$T/alone" -provider gpuaes \
+    -aes-128-ctr -K "$K128" -iv "$IV" -in "$T/plain" -out "$T/alone.ctr" 2> "$T/alonelog" \
+    && cmp -s "$T/alone.ctr" "$T/ref.aes-128-ctr" || { fail "the module without its GPU layer"; cat "$T/alonelog"; }
+# (An installed layer, `cmake --install`, is loaded instead where there is one.)
+grep -q "cannot load the GPU layer\|GPU layer .* loaded" "$T/alonelog" \
+    || { fail "no word of the missing GPU layer"; cat "$T/alonelog"; }
+grep -q "GPU layer $T/alone" "$T/alonelog" && fail "a GPU layer was found beside the lone module"
+echo "ok  module without its GPU layer"
+
 [ -n "$DEBUG" ] && export GPUAES_DEBUG=$DEBUG
 if [ "$failures" -ne 0 ]; then
     echo "cli: FAILED ($failures)"
