@@ -209,14 +209,18 @@ static void configure_layer(long idle_s, int device)
         gs.idle_release_ms = (unsigned)keep_s * 1000;
     gs.device = device;
     /* A/B switches for measurements (as GPUAESD_DMA): the layer's staging
-     * chunk (MiB) and lanes, out-of-range values ignored. */
+     * chunk (MiB) and lanes, and the stage trace of the N-th job (to stderr:
+     * with --foreground), out-of-range values ignored. */
     const char *chunk_mb = getenv("GPUAESD_STAGING_CHUNK_MB"), *lanes = getenv("GPUAESD_STAGING_LANES");
+    const char *trace = getenv("GPUAESD_STAGING_TRACE");
     if (chunk_mb != NULL && strtoul(chunk_mb, NULL, 10) >= 1
         && (size_t)strtoul(chunk_mb, NULL, 10) << 20 <= GPUAES_STAGING_CHUNK_MAX)
         gs.staging_chunk = (size_t)strtoul(chunk_mb, NULL, 10) << 20;
     if (lanes != NULL && strtol(lanes, NULL, 10) >= GPUAES_STAGING_LANES_MIN
         && strtol(lanes, NULL, 10) <= GPUAES_STAGING_LANES_MAX)
         gs.staging_lanes = (int)strtol(lanes, NULL, 10);
+    if (trace != NULL && strtol(trace, NULL, 10) > 0 && strtol(trace, NULL, 10) <= GPUAES_STAGING_TRACE_MAX)
+        gs.staging_trace = strtol(trace, NULL, 10);
     gpuaes_gpu_configure(&gs);
 }
 

@@ -148,6 +148,7 @@ typedef struct client {
     pthread_cond_t room;               /* a job answered: the reader may read again */
     pthread_mutex_t send_mu;           /* one reply at a time on the socket */
     gpuaesd_job_req q[GPUAESD_INFLIGHT_MAX]; /* checked requests not yet taken (a ring) */
+    uint64_t q_ns[GPUAESD_INFLIGHT_MAX]; /* when each was queued (GPUAESD_JOB_LOG) */
     unsigned qhead, qn;
     unsigned pending;                  /* jobs accepted and not yet answered (queued + running) */
     unsigned published;                /* jobs counted in the published load (until run or dropped) */
@@ -432,6 +433,10 @@ static gpuaes_op op_of(uint32_t op)
  * and 16 processes from 0.90x to 0.76x of the default provider).
  */
 static unsigned gpu_jobs_max = 3;
+/* GPUAESD_JOB_LOG=1 (measurements, with --foreground): a line per job on
+ * stderr, its wait in the client's queue and its run (the GPU bound's wait
+ * included). */
+static int job_log;
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
 static unsigned long long gate_next, gate_turn;
@@ -515,6 +520,7 @@ static void run_job(client *c, const gpuaesd_job_req *r, gpuaesd_job_reply *rep)
 static void run_next_locked(client *c)
 {
     gpuaesd_job_req r = c->q[c->qhead];
+    uint64_t queued = c->q_ns[c->qhead];
     gpuaesd_job_reply rep = { 0 };
     unsigned running;
     uint64_t t0;
@@ -528,6 +534,10 @@ static void run_next_locked(client *c)
     gpuaesd_hdr_init(&rep.hdr, GPUAESD_JOB_REPLY, sizeof(rep));
     rep.id = r.id;
     run_job(c, &r, &rep);
+    if (job_log)                       /* op, length, status: no secret */
+        fprintf(stderr, "gpuaesd job: client %d op %u len %llu status %u: queued %.1f us, ran %.1f us "
+                "(%u running)\n", (int)c->pid, (unsigned)r.op, (unsigned long long)r.len, (unsigned)rep.status,
+                (double)(t0 - queued) / 1e3, (double)(now_ns() - t0) / 1e3, running);
     pthread_mutex_lock(&c->mu);        /* counted out before the reply, so its client sees it */
     gpuaesd_publish_end(r.op, r.len, rep.status == GPUAESD_OK, now_ns() - t0, running, --c->published == 0);
     pthread_mutex_unlock(&c->mu);
@@ -580,6 +590,7 @@ static void queue_job(client *c, const unsigned char *m)
     pthread_mutex_lock(&c->mu);
     r = &c->q[(c->qhead + c->qn) % GPUAESD_INFLIGHT_MAX];
     memcpy(r, m, sizeof(*r));
+    c->q_ns[(c->qhead + c->qn) % GPUAESD_INFLIGHT_MAX] = job_log ? now_ns() : 0;
     gpuaesd_publish_job(1, 0, c->published++ == 0, (int64_t)r->len);
     c->qn++;
     c->pending++;
@@ -763,6 +774,7 @@ unsigned gpuaesd_serve_init(unsigned jobs_per_client)
     table_ready = 1;
     dma_off = getenv("GPUAESD_DMA") != NULL && strcmp(getenv("GPUAESD_DMA"), "0") == 0;
     ring_off = getenv("GPUAESD_RING") != NULL && strcmp(getenv("GPUAESD_RING"), "0") == 0;
+    job_log = getenv("GPUAESD_JOB_LOG") != NULL && strcmp(getenv("GPUAESD_JOB_LOG"), "1") == 0;
     if (getenv("GPUAESD_GPU_JOBS") != NULL && strtoul(getenv("GPUAESD_GPU_JOBS"), NULL, 10) <= 64)
         gpu_jobs_max = (unsigned)strtoul(getenv("GPUAESD_GPU_JOBS"), NULL, 10);
     if (dma_off)
