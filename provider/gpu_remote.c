@@ -578,9 +578,8 @@ static void state_at_end(const gpuaes_job *job, unsigned char end[16])
 
 /*
  * The pipeline (docs/SERVICE.md, "The pipeline").  A job goes in pieces of
- * up to R.chunk bytes (piece_len: they grow from an eighth of it and shrink
- * again at the end, so that the service starts sooner and the last copy out
- * is short), each in its own slot of the segment (a ring of W
+ * R.chunk bytes (the first a quarter, the second a half of that, so the
+ * service starts sooner), each in its own slot of the segment (a ring of W
  * slots) and run there in place.  The calling thread copies pieces in
  * (ahead, while slots are free), posts up to the service's max_inflight,
  * and copies finished pieces out in order, so that the copies overlap the
@@ -634,36 +633,16 @@ static void advance_state(gpuaes_op op, unsigned char iv[16], const unsigned cha
     }
 }
 
-/*
- * The length of piece n, `left` bytes of the job to go: chunk/8, chunk/4,
- * ... up to chunk, and at the end halves of what is left (down to chunk/8),
- * so that neither the service's first piece nor the caller's last copy out
- * stands alone for long: that time overlaps nothing (H200, one thread of
- * 64 MiB CTR through the service: 0.52 of 2.15 ms waiting for a reply with
- * nothing to copy, with pieces of chunk/4, chunk/2, then chunk:
- * bench/results/2026-11-27-h200/s28-c).  Whole blocks; all of `left`
- * rather than leave less than chunk/8 behind.
- */
-static size_t piece_len(size_t chunk, size_t n, size_t left)
-{
-    size_t least = chunk / 8 / 16 * 16 != 0 ? chunk / 8 / 16 * 16 : 16, want = chunk;
-
-    if (n < 3)
-        want = least << n;
-    if (left < 2 * want)
-        want = left / 2 / 16 * 16 > least ? left / 2 / 16 * 16 : least;
-    return want >= left || left - want < least ? left : want;
-}
-
 /* Copies the next piece into its slot (CTR as keystream: nothing to copy). */
 static void copy_in(pipe_state *ps)
 {
     gpuaes_job *job = ps->job;
-    piece *p = &ps->p[ps->n_in % ps->w];
-    size_t n = ps->n_in;
+    size_t n = ps->n_in, want = n == 0 ? ps->chunk / 4 : n == 1 ? ps->chunk / 2 : ps->chunk;
+    piece *p = &ps->p[n % ps->w];
 
+    want = want / 16 * 16;
     p->off = ps->next_off;
-    p->len = piece_len(ps->chunk, n, job->len - p->off);
+    p->len = job->len - p->off < want ? job->len - p->off : want;
     p->replied = 0;
     memcpy(p->iv, ps->next_iv, 16);
     if (!ps->keystream)
