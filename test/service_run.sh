@@ -88,6 +88,15 @@ wait_warm() {
     done
     "$SERVICE" --socket-dir "$DIR" --status 2>/dev/null | grep -q '^gpu: \(GPU \|$\)' &&
         { echo "service_run: the service's GPU did not come up"; exit 1; }
+    # Several GPUs: the workers start once the first GPU is up; a client that
+    # connects before one serves is handed to the others (on a loaded 2-core
+    # host all of a short test's connections were, and a GPU stayed idle).
+    for _ in $(seq 500); do
+        [ "$("$SERVICE" --socket-dir "$DIR" --status 2>/dev/null | grep -c '^device [0-9]* (pid [0-9]*): serving')" \
+            -ge "${GPUAES_EMU_DEVICES:-1}" ] && break
+        [ "${GPUAES_EMU_DEVICES:-1}" -gt 1 ] || break
+        sleep 0.02
+    done
     # and its spare segment made (service/spare.c; none made under GPUAESD_SPARE=0 or when
     # registration fails: 2 s at most), which costs a core for a moment on a 2-core host
     for _ in $(seq 100); do
