@@ -116,7 +116,7 @@ void ks_end(block_ctx *c)
         return;
     for (int i = 0; i < KS_NWIN; i++) {
         ks_count_used(k->win[i].used);
-        gpu()->ks.window_free(k->win[i].w);
+        gpu()->job.ks_window_free(k->win[i].w);
     }
     OPENSSL_clear_free(k, sizeof(*k));
     c->ks = NULL;
@@ -129,7 +129,7 @@ void ks_end(block_ctx *c)
 static void ks_fail(block_ctx *c, const char *what, const char *error)
 {
     /* Not a failure in a forked child or at exit: the GPU is just gone. */
-    if (gpu()->available())
+    if (gpu()->job.available())
         offload_report_failure(c->prov, what, error);
     if (ks_sync_fb(c)) {
         ks_end(c);
@@ -150,10 +150,10 @@ static void ks_topup(block_ctx *c)
         uint64_t start = (k->pos + k->lead + BLOCK - 1) & ~(uint64_t)(BLOCK - 1);
         gpuaes_status st;
 
-        if (x->w == NULL && (x->w = gpu()->ks.window_new(c->prov->ks_max_window)) == NULL)
+        if (x->w == NULL && (x->w = gpu()->job.ks_window_new(c->prov->ks_max_window)) == NULL)
             return;                   /* pinned-memory limit: fewer windows */
         if (x->state == KW_DRAINING) {
-            int r = gpu()->ks.ready(x->w, err);
+            int r = gpu()->job.ks_ready(x->w, err);
 
             if (r == 0)
                 return;               /* its old fill is still in flight */
@@ -163,7 +163,7 @@ static void ks_topup(block_ctx *c)
             start = k->next_req;
         memcpy(ctr, k->base, BLOCK);
         gpuaes_ctr128_add(ctr, start / BLOCK);
-        st = gpu()->ks.fill(x->w, c->gpukey, ctr, k->win_next, 0, err);
+        st = gpu()->job.ks_fill(x->w, c->gpukey, ctr, k->win_next, 0, err);
         if (st == GPUAES_BUSY)
             return;
         if (st != GPUAES_OK) {
@@ -197,7 +197,7 @@ int ks_begin(block_ctx *c)
         || !block_fb_get_block(c, OSSL_CIPHER_PARAM_UPDATED_IV, iv) || num >= BLOCK)
         return 0;
     if (c->gpukey == NULL)
-        c->gpukey = gpu()->key_new(c->key, c->var->keylen);
+        c->gpukey = gpu()->job.key_new(c->key, c->var->keylen);
     if (c->gpukey == NULL || !ks_context_claim(c))
         return 0;
     if ((k = OPENSSL_zalloc(sizeof(*k))) == NULL) {
@@ -303,7 +303,7 @@ int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
         GPUAES_RAISE(c->prov, PROV_R_OUTPUT_BUFFER_TOO_SMALL);
         return 0;
     }
-    if (inl >= c->gpu_min && gpu()->available()) {
+    if (inl >= c->gpu_min && gpu()->job.available()) {
         /* A large update: the whole-job GPU path, from the true position.
          * (Not asked of dispatch: a keystream context has the GPU
          * already, and this path retires the windows it jumps over.) */
@@ -328,7 +328,7 @@ int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
         if (x != NULL && x->start <= k->pos) {
             const unsigned char *ks = NULL;
             /* Pinned while XORed: the exit-time release cannot wipe it under us. */
-            int r = gpu()->ks.pin(x->w, &ks, err);
+            int r = gpu()->job.ks_pin(x->w, &ks, err);
 
             if (r > 0) {
                 uint64_t off = k->pos - x->start;
@@ -347,7 +347,7 @@ int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
                 if (n > x->len - off)
                     n = (size_t)(x->len - off);
                 ks_xor(out + done, in + done, ks + off, n);
-                gpu()->ks.unpin(x->w);
+                gpu()->job.ks_unpin(x->w);
                 x->used += n;
                 k->pos += n;
                 done += n;

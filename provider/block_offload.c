@@ -122,7 +122,7 @@ static int gpu_whole_blocks(block_ctx *c, unsigned char *out, const unsigned cha
 
     memcpy(job.iv, iv, BLOCK);
     if (c->gpukey == NULL)
-        c->gpukey = gpu()->key_new(c->key, c->var->keylen);
+        c->gpukey = gpu()->job.key_new(c->key, c->var->keylen);
     job.key = c->gpukey;
     if (job.key != NULL) {
         if (c->prov->cpu_share == CPU_SHARE_ALL

@@ -146,7 +146,7 @@ void block_freectx(void *vctx)
         return;
     ks_end(c);
     c->fb->freectx(c->fbctx);
-    gpu()->key_free(c->gpukey);
+    gpu()->job.key_free(c->gpukey);
     OPENSSL_clear_free(c, sizeof(*c));
 }
 
@@ -329,7 +329,7 @@ static __attribute__((noinline)) int block_init_general(block_ctx *c, const unsi
     note_params(c, params);
     init_flags(c, key, enc);
     if (key != NULL && c->gpukey != NULL) {
-        gpu()->key_free(c->gpukey);
+        gpu()->job.key_free(c->gpukey);
         c->gpukey = NULL;
     }
     init_copies(c, key, c->var->mode != MODE_ECB ? iv : NULL);

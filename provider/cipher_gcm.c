@@ -237,7 +237,7 @@ static void take_key(gcm_ctx *c, const unsigned char *key)
         c->naad = 0;                  /* gcm_update counted it */
     c->key_set = 1;
     c->g.keyed = 0;
-    gpu()->key_free(c->g.gpukey);
+    gpu()->job.key_free(c->g.gpukey);
     c->g.gpukey = NULL;
 }
 

@@ -324,7 +324,7 @@ static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, si
 
     *done = 0;
     if (c->g.gpukey == NULL)
-        c->g.gpukey = gpu()->key_new(c->key, c->var->keylen);
+        c->g.gpukey = gpu()->job.key_new(c->key, c->var->keylen);
     if (c->g.gpukey == NULL)
         return 1;                     /* the CPU does it all */
     if (!seg_close(c, 0))             /* Y up to the GPU piece's first block */
@@ -491,5 +491,5 @@ void gcm_engine_free(gcm_ctx *c)
         c->ecb->freectx(c->g.ecbctx);
     if (c->g.ctrctx != NULL)
         c->ctr->freectx(c->g.ctrctx);
-    gpu()->key_free(c->g.gpukey);
+    gpu()->job.key_free(c->g.gpukey);
 }

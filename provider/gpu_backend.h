@@ -5,57 +5,39 @@
  * include/gpuaes_gpu.h, chosen once per process by the first provider load
  * (knob gpu_backend) and never changed after.
  *
- * The provider calls the job part through gpu() (gpu()->run(job)); the
- * rest of gpuaes_gpu.h (settings, memory, keystream statistics) stays the
- * in-process layer's (gpu_inprocess_*): in service mode it is never loaded
- * and answers zeros.
+ * The provider calls the job part through gpu() (gpu()->job.run(job)); the
+ * layer's settings go to the in-process layer (gpu_inprocess_configure):
+ * in service mode it is never loaded.
  */
 #ifndef GPUAES_GPU_BACKEND_H
 #define GPUAES_GPU_BACKEND_H
 
 #include <stdatomic.h>
 
-#include "gpuaes_gpu.h"
+#include "gpuaes_layer.h"
 
 typedef enum { GPU_BACKEND_INPROCESS, GPU_BACKEND_SERVICE } gpu_backend_kind;
 
-/* Keystream windows, one contract for both backends (include/gpuaes_gpu.h,
- * "Keystream ahead"): in process the layer's pinned windows, through the
- * service slots of a segment that gpuaesd fills (remote_keystream.c). */
-typedef struct gpu_keystream {
-    gpuaes_ks_window *(*window_new)(size_t cap);
-    gpuaes_status (*fill)(gpuaes_ks_window *w, const gpuaes_key *key, const unsigned char ctr[16],
-                          size_t nbytes, int ctr32, char error[160]);
-    int (*ready)(gpuaes_ks_window *w, char error[160]);
-    int (*pin)(gpuaes_ks_window *w, const unsigned char **data, char error[160]);
-    void (*unpin)(gpuaes_ks_window *w);
-    void (*window_free)(gpuaes_ks_window *w);
-    void (*windows)(size_t *windows, size_t *pooled);   /* that exist now; of them pooled */
-} gpu_keystream;
-
+/* The job part of include/gpuaes_gpu.h is one gpuaes_layer table
+ * (include/gpuaes_layer.h) whichever backend runs it: in process the loaded
+ * layer's calls (until the load, gpu_inprocess.c's stand-ins), through the
+ * service gpu_remote.c's (keystream windows: slots of a segment that gpuaesd
+ * fills, remote_keystream.c).  Its configure and ks_set_limit are not called
+ * through here: the settings reach both through gpu_inprocess_configure and
+ * the backends' own calls below. */
 typedef struct gpu_backend {
     const char *name;
-    int (*available)(void);
-    int (*wait)(void);
     /* For the call that crossed gpu_start_bytes: in-process it waits for the
      * start-up (offload.c says why); the service is started in the background,
      * and this waits at most 3 ms for the connection (gpu_remote.c). */
     int (*start)(void);
-    int (*supports)(gpuaes_op op);
-    const char *(*description)(void);
-    int (*started)(void);
-    const char *(*state)(void);
-    void (*run)(gpuaes_job *job);
-    gpuaes_key *(*key_new)(const unsigned char *key, size_t keylen);
-    void (*key_free)(gpuaes_key *key);
-    gpu_keystream ks;
-    void (*shutdown)(void);
     /* For dispatch.c: GPU jobs in flight now from other processes, in
      * *ns_per_byte the GPU's measured ns per byte for op (16 fractional bits,
      * one job alone; 0: unknown), and in *procs the other processes' threads
      * of large calls (their connections).  The service's published load
      * (docs/SERVICE.md); in process, 0s: this process sees all it can. */
     unsigned (*load)(gpuaes_op op, uint64_t *ns_per_byte, unsigned *procs);
+    gpuaes_layer job;                   /* gpu()->job.run(job), ... */
 } gpu_backend;
 
 extern _Atomic(const gpu_backend *) gpu_backend_in_use;
@@ -74,14 +56,10 @@ void gpu_backend_select(gpu_backend_kind kind, const gpu_remote_settings *remote
 gpu_backend_kind gpu_backend_kind_in_use(void);
 
 /* gpu_inprocess.c: the layer loaded when the GPU first starts (include/gpuaes_layer.h).
- * The provider's settings reach it through these, loaded or not; memory and
- * keystream statistics are zeros until it is. */
+ * The provider's settings reach it through these, loaded or not. */
 extern const gpu_backend gpu_backend_inprocess;
 void gpu_inprocess_configure(const gpuaes_gpu_settings *s);
 void gpu_inprocess_ks_limit(size_t total_bytes);
-void gpu_inprocess_memory(gpuaes_gpu_memory_stats *m);
-void gpu_inprocess_ks_stats(unsigned long long *launches, unsigned long long *jobs);
-int gpu_inprocess_layer_loaded(void);
 
 /* gpu_remote.c */
 extern const gpu_backend gpu_backend_service;
@@ -90,7 +68,7 @@ void gpu_remote_configure(const gpu_remote_settings *s);
  * and the windows keystream_max_contexts contexts hold at most). */
 void gpu_remote_ks_limit(size_t total_bytes, size_t windows_max);
 
-/* The GPU layer this process's jobs go to: gpu()->run(job). */
+/* The GPU layer this process's jobs go to: gpu()->job.run(job). */
 static inline const gpu_backend *gpu(void)
 {
     return atomic_load_explicit(&gpu_backend_in_use, memory_order_acquire);

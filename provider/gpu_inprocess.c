@@ -141,30 +141,6 @@ void gpu_inprocess_ks_limit(size_t total_bytes)
         l->ks_set_limit(total_bytes);
 }
 
-void gpu_inprocess_memory(gpuaes_gpu_memory_stats *m)
-{
-    const gpuaes_layer *l = loaded();
-
-    if (l != NULL)
-        l->memory(m);
-    else
-        *m = (gpuaes_gpu_memory_stats){ 0, 0, 0 };
-}
-
-void gpu_inprocess_ks_stats(unsigned long long *launches, unsigned long long *jobs)
-{
-    const gpuaes_layer *l = loaded();
-
-    *launches = *jobs = 0;
-    if (l != NULL)
-        l->ks_stats(launches, jobs);
-}
-
-int gpu_inprocess_layer_loaded(void)
-{
-    return loaded() != NULL;
-}
-
 /* ---- the backend: each call as the layer answers before its start-up, until it is loaded ---- */
 
 static int ip_available(void)
@@ -282,6 +258,29 @@ static void ip_windows(size_t *windows, size_t *pooled)
         *pooled = 0;
 }
 
+static void ip_memory(gpuaes_gpu_memory_stats *m)
+{
+    const gpuaes_layer *l = loaded();
+
+    if (l != NULL)
+        l->memory(m);
+    else
+        *m = (gpuaes_gpu_memory_stats){ 0, 0, 0 };
+}
+
+static void ip_ks_stats(unsigned long long *launches, unsigned long long *jobs)
+{
+    const gpuaes_layer *l = loaded();
+
+    *launches = *jobs = 0;
+    if (l != NULL)
+        l->ks_stats(launches, jobs);
+}
+
+/* Not called through the backend (gpu_inprocess_configure, _ks_limit). */
+static void ip_configure(const gpuaes_gpu_settings *s) { gpu_inprocess_configure(s); }
+static void ip_ks_set_limit(size_t total_bytes) { gpu_inprocess_ks_limit(total_bytes); }
+
 /* The last provider instance is gone: the layer's threads and memory go back
  * (it stays mapped); a process that never loaded it has nothing to give. */
 static void ip_shutdown(void)
@@ -302,9 +301,10 @@ static unsigned ip_load(gpuaes_op op, uint64_t *ns_per_byte, unsigned *procs)
 }
 
 const gpu_backend gpu_backend_inprocess = {
-    "inprocess",
-    ip_available, ip_wait, ip_wait, ip_supports, ip_description, ip_started, ip_state, ip_run,
-    ip_key_new, ip_key_free,
-    { ip_window_new, ip_fill, ip_ready, ip_pin, ip_unpin, ip_window_free, ip_windows },
-    ip_shutdown, ip_load
+    "inprocess", ip_wait, ip_load,
+    { GPUAES_LAYER_ABI, sizeof(gpuaes_layer),
+      ip_configure, ip_available, ip_wait, ip_supports, ip_description, ip_started, ip_state, ip_run,
+      ip_key_new, ip_key_free, ip_memory, ip_shutdown,
+      ip_ks_set_limit, ip_window_new, ip_fill, ip_ready, ip_pin, ip_unpin, ip_window_free, ip_ks_stats,
+      ip_windows }
 };

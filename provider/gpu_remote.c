@@ -907,11 +907,19 @@ static void remote_shutdown(void)
     gpuaes_debug("service backend: shut down");
 }
 
+/* What only the in-process layer has: its memory and keystream launches
+ * (the service's are its own: gpuaesd --status); the settings reach this
+ * backend through gpu_remote_configure and gpu_remote_ks_limit. */
+static void remote_memory(gpuaes_gpu_memory_stats *m) { *m = (gpuaes_gpu_memory_stats){ 0, 0, 0 }; }
+static void remote_ks_stats(unsigned long long *launches, unsigned long long *jobs) { *launches = *jobs = 0; }
+static void remote_configure(const gpuaes_gpu_settings *s) { (void)s; }
+static void remote_ks_set_limit(size_t total_bytes) { (void)total_bytes; }
+
 const gpu_backend gpu_backend_service = {
-    "service",
-    remote_available, remote_wait, remote_start, remote_supports, remote_description,
-    remote_started, remote_state, remote_run, remote_key_new, remote_key_free,
-    { remote_ks_window_new, remote_ks_fill, remote_ks_ready, remote_ks_pin, remote_ks_unpin,
-      remote_ks_window_free, remote_ks_windows },
-    remote_shutdown, remote_load
+    "service", remote_start, remote_load,
+    { GPUAES_LAYER_ABI, sizeof(gpuaes_layer),
+      remote_configure, remote_available, remote_wait, remote_supports, remote_description, remote_started,
+      remote_state, remote_run, remote_key_new, remote_key_free, remote_memory, remote_shutdown,
+      remote_ks_set_limit, remote_ks_window_new, remote_ks_fill, remote_ks_ready, remote_ks_pin,
+      remote_ks_unpin, remote_ks_window_free, remote_ks_stats, remote_ks_windows }
 };

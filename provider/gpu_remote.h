@@ -28,7 +28,7 @@ uint64_t remote_mono_ns(void);          /* CLOCK_MONOTONIC */
 /* ms from now on CLOCK_REALTIME, the clock of a pthread_cond_timedwait. */
 void remote_deadline(struct timespec *until, unsigned ms);
 
-/* remote_keystream.c: the gpu_keystream calls (gpu_backend.h) */
+/* remote_keystream.c: the keystream windows' calls of the backend's table (gpu_backend.h) */
 gpuaes_ks_window *remote_ks_window_new(size_t cap);
 gpuaes_status remote_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key, const unsigned char ctr[16],
                              size_t nbytes, int ctr32, char error[160]);

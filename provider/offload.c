@@ -14,12 +14,12 @@ static _Atomic uint64_t gpu_errors;
 
 int offload_possible(offload_kind kind)
 {
-    return gpu()->supports(kind == OFFLOAD_GCM ? GPUAES_GCM_ENCRYPT : GPUAES_ECB_ENCRYPT);
+    return gpu()->job.supports(kind == OFFLOAD_GCM ? GPUAES_GCM_ENCRYPT : GPUAES_ECB_ENCRYPT);
 }
 
 int offload_ruled_out(offload_kind kind)
 {
-    return gpu()->started() && !offload_possible(kind);
+    return gpu()->job.started() && !offload_possible(kind);
 }
 
 /*
@@ -37,8 +37,8 @@ int offload_gpu_up(const gpuaes_prov *prov, size_t len)
 {
     static _Atomic uint64_t eligible;
 
-    if (gpu()->started())
-        return gpu()->available();
+    if (gpu()->job.started())
+        return gpu()->job.available();
     if (!prov->offload_min_set
         && atomic_fetch_add_explicit(&eligible, len, memory_order_relaxed) + len
                < prov->gpu_start_bytes)
@@ -74,7 +74,7 @@ size_t offload_run(const gpuaes_prov *prov, gpuaes_job *job)
         int busy = dispatch_gpu_begin();
         uint64_t t0 = dispatch_now_ns();
 
-        gpu()->run(job);
+        gpu()->job.run(job);
         /* The path's rate includes the caller's share: that is what a call
          * sent this way gets. */
         dispatch_gpu_end(kind_of_op(job->op), job->len, job->done + (job->len - job->cpu_from),

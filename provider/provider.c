@@ -257,7 +257,7 @@ static const char *provider_name(void)
 {
     static _Thread_local char buf[600];
 
-    snprintf(buf, sizeof(buf), "gpuaes: AES on NVIDIA GPUs through CUDA [%s]", gpu()->state());
+    snprintf(buf, sizeof(buf), "gpuaes: AES on NVIDIA GPUs through CUDA [%s]", gpu()->job.state());
     return buf;
 }
 
@@ -271,7 +271,7 @@ static int memory_get_params(OSSL_PARAM params[])
     gpuaes_gpu_memory_stats m = { 0, 0, 0 };
     OSSL_PARAM *p;
 
-    gpu_inprocess_memory(&m);
+    gpu()->job.memory(&m);
     p = OSSL_PARAM_locate(params, "gpu-memory");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, m.held))
         return 0;
@@ -300,10 +300,10 @@ static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
     if (p != NULL && !OSSL_PARAM_set_int(p, 1))
         return 0;
     p = OSSL_PARAM_locate(params, "gpu");
-    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, gpu()->description()))
+    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, gpu()->job.description()))
         return 0;
     p = OSSL_PARAM_locate(params, "gpu-available");
-    if (p != NULL && !OSSL_PARAM_set_int(p, gpu()->wait()))
+    if (p != NULL && !OSSL_PARAM_set_int(p, gpu()->job.wait()))
         return 0;
     p = OSSL_PARAM_locate(params, "gpu-bytes");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, offload_gpu_bytes()))
@@ -351,7 +351,7 @@ static int keystream_get_params(const gpuaes_prov *prov, OSSL_PARAM params[])
     p = OSSL_PARAM_locate(params, "keystream-used");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, ks_bytes_used()))
         return 0;
-    gpu_inprocess_ks_stats(&launches, &jobs);
+    gpu()->job.ks_stats(&launches, &jobs);
     p = OSSL_PARAM_locate(params, "keystream-launches");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, launches))
         return 0;
@@ -362,7 +362,7 @@ static int keystream_get_params(const gpuaes_prov *prov, OSSL_PARAM params[])
     if (p != NULL) {
         size_t windows = 0;
 
-        gpu()->ks.windows(&windows, NULL);
+        gpu()->job.ks_windows(&windows, NULL);
         if (!OSSL_PARAM_set_uint64(p, windows))
             return 0;
     }
@@ -388,7 +388,7 @@ static void gpuaes_teardown(void *provctx)
     gpuaes_prov *prov = provctx;
     unsigned long long launches = 0, jobs = 0;
 
-    gpu_inprocess_ks_stats(&launches, &jobs);
+    gpu()->job.ks_stats(&launches, &jobs);
     if (ks_bytes_made() > 0)
         gpuaes_debug("keystream: made %llu, used %llu bytes (%.1f%% wasted), %llu launches for %llu fills",
                      (unsigned long long)ks_bytes_made(), (unsigned long long)ks_bytes_used(),
@@ -398,7 +398,7 @@ static void gpuaes_teardown(void *provctx)
     OPENSSL_free(prov);
     if (atomic_fetch_sub(&instances, 1) == 1) {
         debug_made();
-        gpu()->shutdown();
+        gpu()->job.shutdown();
     }
 }
 

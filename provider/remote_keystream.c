@@ -1,7 +1,7 @@
 /*
  * remote_keystream.c - keystream windows made by gpuaesd (docs/SERVICE.md,
  * "Keystream windows"), with the contract of the in-process ones
- * (include/gpuaes_gpu.h, "Keystream ahead"; gpu_backend.h, gpu_keystream).
+ * (include/gpuaes_gpu.h, "Keystream ahead"; the ks_ calls of gpu_backend.h's table).
  *
  * A process's windows are slots of one segment, on a connection of their
  * own: the keystream connection, made at the first window.  A fill is a
