@@ -14,6 +14,9 @@ gp=(-provider-path "$dir" -provider gpuaes)
 
 echo "== openssl list -providers (gpuaes)"
 openssl list -providers -verbose "${gp[@]}" | sed -n '1,6p'
+# The listing never starts the GPU ("not started"); this asks for it (and waits for its start-up).
+echo "== the GPU gpuaes uses"
+GPUAES_MODULE_DIR=$dir "$dir/test/gpu_probe" 2>&1 | sed -e 's/^gpu available: /  /' -e 's/^SKIP: /  /' || true
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 head -c $((64 << 20)) /dev/urandom >"$tmp/plain"
