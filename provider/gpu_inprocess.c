@@ -12,11 +12,14 @@
  * (RTLD_NODELETE): its threads and its exit handlers (cuda/module_exit.h)
  * live as long as the process, and a later provider load reuses it.
  *
- * Where: GPUAES_LAYER_FILE beside this module (the build tree), else the
+ * Where: GPUAES_LAYER_FILE beside this module (the build tree; the
+ * module's directory as it was when the provider loaded), else the
  * installed GPUAES_LAYER_INSTALLED.  Absolute paths only: never searched.
  */
-#define _GNU_SOURCE                 /* dladdr */
+#define _DEFAULT_SOURCE             /* realpath */
 #include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,17 +49,31 @@ static const gpuaes_layer *loaded(void)
     return atomic_load_explicit(&layer, memory_order_acquire);
 }
 
-/* path = this module's directory + GPUAES_LAYER_FILE; 0 when unknown. */
-static int layer_beside_module(char *path, size_t len)
-{
-    Dl_info info;
-    const char *slash;
+/* This module's directory + GPUAES_LAYER_FILE, made at the first configure
+ * (the provider's load: a module loaded by a relative path is resolved
+ * against the directory of that moment, not of the GPU's start); "" when
+ * unknown. */
+static char beside[4096];
 
-    if (dladdr((void *)layer_beside_module, &info) == 0 || info.dli_fname == NULL
-        || (slash = strrchr(info.dli_fname, '/')) == NULL)
-        return 0;
-    return snprintf(path, len, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname,
-                    GPUAES_LAYER_FILE) < (int)len;
+static void layer_beside_module(void)
+{
+    const char *module = NULL, *slash;
+    char dir[4096], abs[PATH_MAX];
+    size_t n;
+
+    if (beside[0] != '\0' || !loaded_object((const void *)(uintptr_t)layer_beside_module, NULL, &module)
+        || module == NULL || (slash = strrchr(module, '/')) == NULL
+        || (n = (size_t)(slash - module)) >= sizeof(dir))
+        return;
+    memcpy(dir, module, n);
+    dir[n] = '\0';
+    if (module[0] != '/') {           /* relative to the directory of now */
+        if (realpath(n > 0 ? dir : ".", abs) == NULL || strlen(abs) >= sizeof(dir))
+            return;
+        strcpy(dir, abs);
+    }
+    if (snprintf(beside, sizeof(beside), "%s/%s", dir, GPUAES_LAYER_FILE) >= (int)sizeof(beside))
+        beside[0] = '\0';
 }
 
 /* load_lock held. */
@@ -72,8 +89,8 @@ static const gpuaes_layer *load_locked(void)
         snprintf(why_not, sizeof(why_not), "disabled by GPUAES_DISABLE_GPU");
         return NULL;
     }
-    if (!layer_beside_module(path, sizeof(path)) || access(path, F_OK) != 0)
-        snprintf(path, sizeof(path), "%s", GPUAES_LAYER_INSTALLED);
+    snprintf(path, sizeof(path), "%s", beside[0] != '\0' && access(beside, F_OK) == 0 ? beside
+                                                                              : GPUAES_LAYER_INSTALLED);
     h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (h == NULL) {
         snprintf(why_not, sizeof(why_not), "no usable GPU: cannot load the GPU layer (%s)", dlerror());
@@ -121,6 +138,7 @@ void gpu_inprocess_configure(const gpuaes_gpu_settings *s)
     pthread_once(&atfork_once, load_lock_atfork);
     gpuaes_gpu_configure(s);        /* this module's copy pool (the service backend's copies) */
     pthread_mutex_lock(&load_lock);
+    layer_beside_module();
     settings = *s;
     l = loaded();
     pthread_mutex_unlock(&load_lock);
