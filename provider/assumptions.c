@@ -76,7 +76,7 @@ int assume_verify_at_load(gpuaes_prov *prov)
     assume_run r;
     int a;
 
-    if (prov->fallback_checked)       /* the same checks, on this fallback, a moment ago */
+    if (prov->fallback_app)           /* fallback_load kept it only after these same checks */
         return 1;
     a = assume_first_failure(prov, &r);
     if (a < 0)

@@ -210,7 +210,6 @@ int fallback_load(gpuaes_prov *prov, const OSSL_DISPATCH *in)
                      assume_name((gpuaes_assumption)a), r.why);
             prov->fallback_app = 0;
         }
-        prov->fallback_checked = prov->fallback_app;
         err_pop_to_mark(prov);
         if (!prov->fallback_app) {
             gpuaes_debug("not the application's default provider: the private one%s", note);
@@ -247,5 +246,4 @@ void fallback_unload(gpuaes_prov *prov)
     prov->fallback_provctx = NULL;
     prov->fallbacks = NULL;
     prov->fallback_app = 0;
-    prov->fallback_checked = 0;
 }

@@ -1,9 +1,12 @@
 /*
- * gpu_backend.c - the choice of the GPU backend (gpu_backend.h).
+ * gpu_backend.c - the choice of the GPU backend (gpu_backend.h), and what
+ * both backends' run answers for a job they do not take.
  */
 #include <pthread.h>
+#include <string.h>
 
 #include "gpuaes.h"
+#include "gpuaes_counter.h"
 
 _Atomic(const gpu_backend *) gpu_backend_in_use = &gpu_backend_inprocess;
 
@@ -40,4 +43,28 @@ gpu_backend_kind gpu_backend_kind_in_use(void)
 {
     return atomic_load(&gpu_backend_in_use) == &gpu_backend_service ? GPU_BACKEND_SERVICE
                                                                     : GPU_BACKEND_INPROCESS;
+}
+
+void gpu_job_unstarted(gpuaes_job *job)
+{
+    job->done = 0;
+    job->cpu_from = job->len;
+    job->direct = 0;
+    job->error[0] = '\0';
+    memset(job->ghash, 0, sizeof(job->ghash));
+    memset(job->ghash_tail, 0, sizeof(job->ghash_tail));
+    /* The state for in[len], taken before an in-place job overwrites the input. */
+    memcpy(job->iv_end, job->iv, 16);
+    switch (job->op) {
+    case GPUAES_CTR128: gpuaes_ctr128_add(job->iv_end, job->len / 16); break;
+    case GPUAES_CTR32: case GPUAES_GCM_ENCRYPT: case GPUAES_GCM_DECRYPT:
+        gpuaes_ctr32_add(job->iv_end, job->len / 16);
+        break;
+    case GPUAES_CBC_DECRYPT: case GPUAES_CFB128_DECRYPT:
+        if (job->len >= 16)
+            memcpy(job->iv_end, job->in + job->len - 16, 16);
+        break;
+    default: break;
+    }
+    job->status = GPUAES_BUSY;
 }

@@ -51,6 +51,11 @@ typedef struct gpu_remote_settings {
     int ctr_keystream;                 /* service_ctr_keystream */
 } gpu_remote_settings;
 
+/* A job's results before anything of it is done (gpuaes_gpu.h): done 0,
+ * cpu_from len, iv_end the state at in[len], GPUAES_BUSY.  What a backend's
+ * run answers for a job it does not take; the service's sets out from it. */
+void gpu_job_unstarted(gpuaes_job *job);
+
 /* The first call in a process chooses; later ones keep that choice. */
 void gpu_backend_select(gpu_backend_kind kind, const gpu_remote_settings *remote);
 gpu_backend_kind gpu_backend_kind_in_use(void);

@@ -208,15 +208,7 @@ static void ip_run(gpuaes_job *job)
         l->run(job);
         return;
     }
-    /* No layer, no key from it: the layer's answer to a job before its start-up. */
-    job->done = 0;
-    job->cpu_from = job->len;
-    job->direct = 0;
-    memset(job->ghash, 0, sizeof(job->ghash));
-    memset(job->ghash_tail, 0, sizeof(job->ghash_tail));
-    memcpy(job->iv_end, job->iv, 16);
-    job->status = GPUAES_BUSY;
-    job->error[0] = '\0';
+    gpu_job_unstarted(job);         /* no layer, no key from it: nothing done */
 }
 
 static gpuaes_key *ip_key_new(const unsigned char *key, size_t keylen)

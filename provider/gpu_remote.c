@@ -559,23 +559,6 @@ static uint32_t wire_op(gpuaes_op op)
 
 static int is_gcm(gpuaes_op op) { return op == GPUAES_GCM_ENCRYPT || op == GPUAES_GCM_DECRYPT; }
 
-/* The state for in[len] (gpuaes_job.iv_end), taken before an in-place job
- * overwrites the input. */
-static void state_at_end(const gpuaes_job *job, unsigned char end[16])
-{
-    memcpy(end, job->iv, 16);
-    switch (job->op) {
-    case GPUAES_CTR128: gpuaes_ctr128_add(end, job->len / 16); break;
-    case GPUAES_CTR32: case GPUAES_GCM_ENCRYPT: case GPUAES_GCM_DECRYPT:
-        gpuaes_ctr32_add(end, job->len / 16);
-        break;
-    case GPUAES_CBC_DECRYPT: case GPUAES_CFB128_DECRYPT:
-        memcpy(end, job->in + job->len - 16, 16);
-        break;
-    default: break;
-    }
-}
-
 /*
  * The pipeline (docs/SERVICE.md, "The pipeline").  A job goes in pieces of
  * R.chunk bytes (the first a quarter, the second a half of that, so the
@@ -818,13 +801,7 @@ static void remote_run(gpuaes_job *job)
     size_t segn;
     rconn r;
 
-    job->done = 0;
-    job->cpu_from = job->len;
-    job->error[0] = '\0';
-    memset(job->ghash, 0, 16);
-    memset(job->ghash_tail, 0, 16);
-    state_at_end(job, job->iv_end);
-    job->status = GPUAES_BUSY;
+    gpu_job_unstarted(job);
     if (job->key == NULL || job->len == 0 || job->len % 16 != 0
         || now_ms() < atomic_load_explicit(&busy_until[wire_op(job->op)], memory_order_relaxed))
         return;

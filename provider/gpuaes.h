@@ -84,7 +84,6 @@ typedef struct gpuaes_prov {
     gpuaes_core_err err;                   /* the core's error upcalls (prov_err.h) */
     int fallback_want;                     /* fallback: FALLBACK_* asked for */
     int fallback_app;                      /* the application's default provider is in use */
-    int fallback_checked;                  /* fallback_load ran the load checks on it: passed */
     char fallback_desc[512];               /* "application 3.5.6 (/path/of/its/code)" */
     OSSL_LIB_CTX *fallback_libctx;         /* private, or the child of the application's */
     OSSL_PROVIDER *fallback_prov;
