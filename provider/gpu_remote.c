@@ -602,7 +602,9 @@ typedef struct pipe_state {
     unsigned char next_iv[16];         /* and its state */
     size_t bytes_in_flight;
     int stop;                          /* a piece was not OK: post and copy in no more */
-    uint64_t ns_in, ns_out, ns_wait;   /* GPUAES_DEBUG: where a job's time went */
+    uint64_t ns_in, ns_out, ns_wait;   /* GPUAES_DEBUG: where a job's time went, */
+    uint64_t t0, ns_first;             /* when the first reply came (the ramp's latency) */
+    unsigned waits;                    /* and how often the thread slept on the service */
 } pipe_state;
 
 static unsigned char *slot_of(pipe_state *ps, size_t n)
@@ -678,6 +680,8 @@ static void record(pipe_state *ps, const gpuaesd_job_reply *rep)
         if (!p->replied && p->id == rep->id) {
             p->replied = 1;
             p->rep = *rep;
+            if (ps->ns_first == 0)
+                ps->ns_first = remote_mono_ns() - ps->t0;
             ps->bytes_in_flight -= p->len;
             if (rep->status != GPUAESD_OK)
                 ps->stop = 1;
@@ -767,6 +771,7 @@ static int pipeline(pipe_state *ps)
             break;                     /* all out; or failed, and the rest drained */
         rc = gpuaesd_wait_any(ps->c, &rep, (int)(R.timeout_ms + ps->bytes_in_flight / 1000000));
         ps->ns_wait += remote_mono_ns() - t;
+        ps->waits++;
         if (rc != 0)
             break;
         record(ps, &rep);
@@ -831,7 +836,7 @@ static void remote_run(gpuaes_job *job)
         ps->chunk = segn;
     ps->w = segn / ps->chunk < PIECES_MAX ? segn / ps->chunk : PIECES_MAX;
     memcpy(ps->next_iv, job->iv, 16);
-    uint64_t t0 = remote_mono_ns();
+    ps->t0 = remote_mono_ns();
     if (pipeline(ps) != 0) {
         snprintf(job->error, sizeof(job->error), "gpuaesd gone or no answer within %u ms + 1 ms/MB",
                  R.timeout_ms);
@@ -843,9 +848,11 @@ static void remote_run(gpuaes_job *job)
     if (job->status == GPUAES_OK)
         job->cpu_from = job->done;
     if (gpuaes_debug_enabled())
-        gpuaes_debug("service job of %zu bytes: %.3f ms (copy in %.3f, copy out %.3f, waiting %.3f), %zu pieces",
-                     job->len, (double)(remote_mono_ns() - t0) / 1e6, (double)ps->ns_in / 1e6,
-                     (double)ps->ns_out / 1e6, (double)ps->ns_wait / 1e6, ps->n_in);
+        gpuaes_debug("service job of %zu bytes: %.3f ms (copy in %.3f, copy out %.3f, waiting %.3f: %u sleeps, "
+                     "first reply at %.3f), %zu pieces",
+                     job->len, (double)(remote_mono_ns() - ps->t0) / 1e6, (double)ps->ns_in / 1e6,
+                     (double)ps->ns_out / 1e6, (double)ps->ns_wait / 1e6, ps->waits,
+                     (double)ps->ns_first / 1e6, ps->n_in);
     OPENSSL_clear_free(ps, sizeof(*ps));
 }
 
