@@ -2,8 +2,13 @@
  * gcm_math.c - GF(2^128) arithmetic for the few host-side GHASH steps of the
  * GCM path (J0 of a non-96-bit IV, folding segments and GPU pieces into the
  * GHASH state, the length block at final).  The bulk GHASH runs in OpenSSL
- * or on the GPU (see gcm_engine.c); here speed matters little, constant time
- * does: no branch or index depends on secret data (only on public lengths).
+ * or on the GPU (see gcm_engine.c).  These steps still add up: every GPU
+ * piece of a GCM message through gpuaesd folds with H^blocks (a square and
+ * multiply of ~20 products) and the load checks multiply ~50 times, so the
+ * multiply is integer multiplies (~300 instructions), not the bitwise
+ * algorithm of SP 800-38D (~1500; test_ghash_math keeps it as the
+ * reference).  Constant time: no branch or index depends on secret data
+ * (only on public lengths).
  */
 #include <stdint.h>
 #include <string.h>
@@ -26,24 +31,79 @@ static void store64(unsigned char *p, uint64_t v)
         p[i] = (unsigned char)v;
 }
 
+/*
+ * The carry-less product of two 64-bit words, low half: ordinary integer
+ * multiplies "with holes" (the technique of BearSSL's ghash_ctmul64; the GPU's
+ * cuda/ghash.cuh does the same with 32-bit words).  Each operand is split into
+ * its 4 bit classes (every 4th bit); a product of two classes has its bits in
+ * one class, and below bit 64 each of its columns sums at most 15 bit pairs,
+ * whose carries land in the 3 bits above, of other classes: masking the class
+ * recovers the XOR.  Multiplies take the same time whatever their operands.
+ */
+static uint64_t clmul_lo(uint64_t x, uint64_t y)
+{
+    const uint64_t m0 = 0x1111111111111111ULL, m1 = m0 << 1, m2 = m0 << 2, m3 = m0 << 3;
+    uint64_t x0 = x & m0, x1 = x & m1, x2 = x & m2, x3 = x & m3;
+    uint64_t y0 = y & m0, y1 = y & m1, y2 = y & m2, y3 = y & m3;
+    uint64_t z0 = (x0 * y0) ^ (x1 * y3) ^ (x2 * y2) ^ (x3 * y1);
+    uint64_t z1 = (x0 * y1) ^ (x1 * y0) ^ (x2 * y3) ^ (x3 * y2);
+    uint64_t z2 = (x0 * y2) ^ (x1 * y1) ^ (x2 * y0) ^ (x3 * y3);
+    uint64_t z3 = (x0 * y3) ^ (x1 * y2) ^ (x2 * y1) ^ (x3 * y0);
+
+    return (z0 & m0) | (z1 & m1) | (z2 & m2) | (z3 & m3);
+}
+
+static uint64_t rev64(uint64_t v)
+{
+    v = ((v >> 1) & 0x5555555555555555ULL) | ((v & 0x5555555555555555ULL) << 1);
+    v = ((v >> 2) & 0x3333333333333333ULL) | ((v & 0x3333333333333333ULL) << 2);
+    v = ((v >> 4) & 0x0f0f0f0f0f0f0f0fULL) | ((v & 0x0f0f0f0f0f0f0f0fULL) << 4);
+    v = ((v >> 8) & 0x00ff00ff00ff00ffULL) | ((v & 0x00ff00ff00ff00ffULL) << 8);
+    v = ((v >> 16) & 0x0000ffff0000ffffULL) | ((v & 0x0000ffff0000ffffULL) << 16);
+    return (v >> 32) | (v << 32);
+}
+
+/* x (*) y, all 127 bits: the high half is the low half of the reversed
+ * operands' product, reversed (that puts bits 63..126 at 0..63). */
+static void clmul64(uint64_t x, uint64_t y, uint64_t *hi, uint64_t *lo)
+{
+    *lo = clmul_lo(x, y);
+    *hi = rev64(clmul_lo(rev64(x), rev64(y))) >> 1;
+}
+
+/*
+ * The element's 16 bytes, read big-endian as the integer X = xh:xl, put the
+ * coefficient of z^t at bit 127 - t (the reflected order).  The carry-less
+ * product X (*) Y (Karatsuba: three 64 x 64 products) then holds z^t at bit
+ * 254 - t; one left shift gives the upper 128 bits z^0..z^127 in the
+ * element's own layout (U) and the lower 128 bits z^(128+j) at bit 127 - j
+ * (L).  z^128 = 1 + z + z^2 + z^7, and multiplying by z^s is a right shift by
+ * s, so the result is U ^ L ^ L>>1 ^ L>>2 ^ L>>7 -- except for the bits those
+ * shifts push past z^127, which reduce once more: they are L << 127, << 126
+ * and << 121 (only L's low word reaches them), folded into L first.
+ */
 void gf128_mul(unsigned char x[16], const unsigned char y[16])
 {
-    uint64_t xh = load64(x), xl = load64(x + 8);
-    uint64_t vh = load64(y), vl = load64(y + 8);
-    uint64_t zh = 0, zl = 0;
+    uint64_t xh = load64(x), xl = load64(x + 8), yh = load64(y), yl = load64(y + 8);
+    uint64_t a1, a0, b1, b0, m1, m0, v3, v2, v1, v0, w1, w0;
 
-    /* SP 800-38D algorithm 1: bit i of x (MSB first) selects V into Z. */
-    for (int i = 0; i < 128; i++) {
-        uint64_t bit = (i < 64 ? xh >> (63 - i) : xl >> (127 - i)) & 1;
-        uint64_t mask = 0 - bit, lsb = 0 - (vl & 1);
-
-        zh ^= vh & mask;
-        zl ^= vl & mask;
-        vl = (vl >> 1) | (vh << 63);
-        vh = (vh >> 1) ^ (0xe100000000000000ULL & lsb);
-    }
-    store64(x, zh);
-    store64(x + 8, zl);
+    clmul64(xl, yl, &a1, &a0);
+    clmul64(xh, yh, &b1, &b0);
+    clmul64(xh ^ xl, yh ^ yl, &m1, &m0);
+    m1 ^= a1 ^ b1;
+    m0 ^= a0 ^ b0;
+    v3 = b1;                          /* X (*) Y = v3:v2:v1:v0 */
+    v2 = b0 ^ m1;
+    v1 = a1 ^ m0;
+    v0 = a0;
+    v3 = (v3 << 1) | (v2 >> 63);      /* << 1 */
+    v2 = (v2 << 1) | (v1 >> 63);
+    v1 = (v1 << 1) | (v0 >> 63);
+    v0 <<= 1;
+    w1 = v1 ^ (v0 << 63) ^ (v0 << 62) ^ (v0 << 57);
+    w0 = v0;
+    store64(x, v3 ^ w1 ^ (w1 >> 1) ^ (w1 >> 2) ^ (w1 >> 7));
+    store64(x + 8, v2 ^ w0 ^ ((w0 >> 1) | (w1 << 63)) ^ ((w0 >> 2) | (w1 << 62)) ^ ((w0 >> 7) | (w1 << 57)));
 }
 
 void gf128_pow(unsigned char out[16], const unsigned char h[16], unsigned long long n)

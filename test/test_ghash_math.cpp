@@ -10,7 +10,8 @@
 //    with the all-zero 96-bit IV over the blocks fed as AAD (the relation
 //    gcm_engine.c folds segments with).
 // The multiply itself (integer multiplies with holes, Karatsuba, reduction)
-// against gf128_mul on random and on extreme operands (all ones: the most set
+// against gf128_mul (itself such a multiply, with 64-bit words) and both
+// against the bitwise algorithm of SP 800-38D, on random and on extreme operands (all ones: the most set
 // bit-pairs per column; single bits: every reduction path), the unreduced
 // sums, the powers, and the plan for every length class.
 // Random keys (H = E_K(0)), 1..5000 blocks, several warp/k shapes.
@@ -224,6 +225,24 @@ G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t
     return r;
 }
 
+// The bitwise multiply of SP 800-38D (algorithm 1): the reference both
+// integer-multiply versions (the provider's gf128_mul, the GPU's gf_mul) are
+// held to.
+void ref_mul(unsigned char x[16], const unsigned char y[16])
+{
+    unsigned char z[16] = {}, v[16];
+    std::memcpy(v, y, 16);
+    for (int i = 0; i < 128; ++i) {
+        if ((x[i / 8] >> (7 - i % 8)) & 1)
+            for (int j = 0; j < 16; ++j) z[j] ^= v[j];
+        const bool lsb = v[15] & 1;
+        for (int j = 15; j > 0; --j) v[j] = (unsigned char)((v[j] >> 1) | (v[j - 1] << 7));
+        v[0] >>= 1;
+        if (lsb) v[0] ^= 0xe1;
+    }
+    std::memcpy(x, z, 16);
+}
+
 // Plain Horner with the provider's (independent, 64-bit) gf128_mul.
 void horner(unsigned char x[16], const unsigned char h[16], const unsigned char *data, size_t nb)
 {
@@ -286,6 +305,9 @@ int main()
         gf128_mul(r1, b);
         g128_to_bytes(gf_mul(g128_from_bytes(a), g128_from_bytes(b)), r2);
         CHECK(std::memcmp(r1, r2, 16) == 0, "gf_mul != gf128_mul");
+        std::memcpy(r2, a, 16);
+        ref_mul(r2, b);
+        CHECK(std::memcmp(r1, r2, 16) == 0, "gf128_mul != the bitwise reference");
         const G128 one = gf_pow(g128_from_bytes(b), 0);
         g128_to_bytes(gf_mul(g128_from_bytes(a), one), r2);
         CHECK(std::memcmp(a, r2, 16) == 0, "x * 1 != x");
@@ -317,9 +339,13 @@ int main()
                 unsigned char ab[16], bb[16], r2[16];
                 g128_to_bytes(a, ab);
                 g128_to_bytes(b, bb);
+                unsigned char ref[16];
+                std::memcpy(ref, ab, 16);
+                ref_mul(ref, bb);
                 gf128_mul(ab, bb);
                 g128_to_bytes(gf_mul(a, b), r2);
                 CHECK(std::memcmp(ab, r2, 16) == 0, "gf_mul != gf128_mul on extreme operands");
+                CHECK(std::memcmp(ab, ref, 16) == 0, "gf128_mul != the bitwise reference on extreme operands");
             }
         cases += (int)(special.size() * special.size());
     }
