@@ -7,7 +7,9 @@
 #include "assume_util.h"
 #include <openssl/err.h>
 
+#include "gcm_fused.h"
 #include "gcm_math.h"
+#include "gpuaes_counter.h"
 
 static int gcm_tag(fbc *c, unsigned char *tag, size_t n)
 {
@@ -246,6 +248,73 @@ int check_GCM_DUP_FINAL_TAG(assume_run *r)
             && original_ends(r, &c, enc, t96, "GCM: the original changed after a copy's final before data");
         close_ctx(&c);
     }
+    return ok;
+}
+
+/*
+ * gcm_fused_run itself (the engine's code) against a reference made here:
+ * the keystream as AES-ECB of the counter blocks (inc32 from C), S * H by
+ * Horner with gf128_mul.  Counters just below the 32-bit wrap (the piece
+ * crosses it) and at 0; 1 and 5 blocks; both directions, in place once; two
+ * pieces in a row on one context (the second init starts afresh).
+ */
+int check_GCM_FUSED_PIECE(assume_run *r)
+{
+    static const struct { uint32_t low; size_t blocks; int enc, inplace; } cases[] = {
+        { 0xfffffffeu, 5, 1, 0 }, { 0xfffffffeu, 5, 0, 0 }, { 0, 1, 1, 1 }, { 7, 5, 0, 1 },
+    };
+    unsigned char zero[BLOCK] = { 0 }, in[5 * BLOCK], ks[5 * BLOCK], ctrs[5 * BLOCK], want[5 * BLOCK],
+        out[5 * BLOCK], sh[BLOCK], x[BLOCK];
+    gcm_fused f = { 0 };
+    fbc g = { 0 }, e = { 0 };
+    int ok;
+
+    fill(in, sizeof(in), 29);
+    ok = open_ctx(r, &g, MODE_GCM) && open_init(r, &e, MODE_ECB, 1, K1, NULL) && ecb(r, K1, f.h, zero, BLOCK);
+    if (ok) {
+        f.gcm = g.fb;
+        f.ecb = e.fb;
+        f.ctx = g.ctx;
+        f.ecbctx = e.ctx;
+        g.ctx = NULL;                 /* f's now: gcm_fused_free frees it */
+        ok = need(r, gcm_fused_key(&f, r->provctx, K1, 16), "AEAD_IVLEN 16, keyed init");
+    }
+    for (size_t t = 0; ok && t < sizeof(cases) / sizeof(cases[0]); t++) {
+        size_t n = cases[t].blocks * BLOCK;
+        unsigned char ctr[BLOCK];
+
+        memset(ctr, 0x5c, 12);
+        for (int i = 0; i < 4; i++)
+            ctr[12 + i] = (unsigned char)(cases[t].low >> (24 - 8 * i));
+        for (size_t b = 0; b < cases[t].blocks; b++) {
+            memcpy(ctrs + b * BLOCK, ctr, BLOCK);
+            gpuaes_ctr32_add(ctrs + b * BLOCK, b);
+        }
+        ok = ecb(r, K1, ks, ctrs, n);
+        for (size_t i = 0; ok && i < n; i++)
+            want[i] = in[i] ^ ks[i];
+        memset(x, 0, BLOCK);          /* S * H over the ciphertext */
+        for (size_t b = 0; ok && b < cases[t].blocks; b++) {
+            const unsigned char *cb = (cases[t].enc ? want : in) + b * BLOCK;
+
+            for (int i = 0; i < BLOCK; i++)
+                x[i] ^= cb[i];
+            gf128_mul(x, f.h);
+        }
+        gf128_mul(x, f.h);            /* S (Horner's X after the last block) times H */
+        if (!ok)
+            break;
+        memcpy(out, in, n);
+        ok = need(r, gcm_fused_run(&f, cases[t].enc, ctr, out, cases[t].inplace ? out : in, n, sh),
+                  "a piece: IV, data, final, tag")
+            && expect(r, memcmp(out, want, n) == 0, "GCM: a 16-byte IV's data keystream is not inc32(J0)'s")
+            && expect(r, memcmp(sh, x, BLOCK) == 0,
+                      cases[t].enc ? "GCM: a 16-byte IV's tag is not (S ^ L) * H ^ E_K(J0)"
+                                   : "GCM: a decrypting piece's tag (made encrypting) is not of its ciphertext");
+    }
+    gcm_fused_free(&f);
+    close_ctx(&g);
+    close_ctx(&e);
     return ok;
 }
 

@@ -469,9 +469,10 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
         /* The GPU would take this update, at a block boundary, and has it to
          * itself: the message moves to our engine (the same questions as a
          * message's first data).  Not beside other threads of large calls nor
-         * to look again: the message could not move back to the default
-         * provider's faster CPU path (4 threads of 8 MiB GCM on the H200:
-         * 0.71x when every exploration moved its message). */
+         * to look again: moving costs a finished copy (gcm_engine_adopt),
+         * and 4 threads of 8 MiB GCM on the H200 ran 0.71x when every
+         * exploration moved its message (when the engine's CPU blocks still
+         * ran at half the default provider's speed, before gcm_fused.c). */
         if (out == NULL || inl == 0 || c->g.datalen % BLOCK != 0 || outsize < inl
             || !gpu_possible(c) || gpuaes_overlap_partial(in, inl, out, inl)
             || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl) || !dispatch_gpu_alone())

@@ -21,7 +21,7 @@
  * busy: the GPU jobs in flight now, or the other threads that sent it work
  * recently if more (gpu_users: stamped as for large calls, below), plus the threads deciding at
  * this moment: threads that decide together would otherwise all see an idle
- * GPU, and a GCM message keeps gpuaes's engine once it has it.  A thread
+ * GPU, and a GCM message stays on gpuaes's engine once it has it.  A thread
  * that decides for the GPU stamps itself before it leaves the decision, so
  * the next one counts it either way.  Plus, with the service backend, the
  * jobs other processes have in flight on the same GPU (gpu()->load(): the
@@ -45,13 +45,15 @@
  *
  * Threads that begin large calls together (a pool woken at once) decide
  * before they can see each other: each counts only those that decided
- * before it.  That costs a block mode one call per thread, but a GCM
- * message keeps gpuaes's engine, once it has it, for its whole length
+ * before it.  That costs a block mode one call per thread; a GCM message
+ * that starts on the GPU stays on gpuaes's engine for its whole length
  * (cipher_gcm.c; one left on the CPU moves to the GPU at a later update the
- * GPU would take, if its first data was large).  Measured on the H200, 16 threads starting GCM messages
- * at once put 4-6 of them on the GPU for good (0.72-0.84x the default
- * provider: their host copies took memory bandwidth and cores from the
- * others).  So a GCM message does not start on the GPU while another thread
+ * GPU would take, if its first data was large), its later updates asked here
+ * again (gcm_engine.c: on the CPU they take the default provider's stitched
+ * pass, gcm_fused.c).  Measured on the H200 before they were, 16 threads
+ * starting GCM messages at once put 4-6 of them on the GPU for good
+ * (0.72-0.84x the default provider: their host copies took memory bandwidth
+ * and cores from the others).  So a GCM message does not start on the GPU while another thread
  * began making large calls less than RAMP_NS ago: the first of a burst may,
  * the rest start on the CPU, and a lone thread is never held.
  *
@@ -382,8 +384,9 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     } else {
         go = gpu * (uint64_t)(1 + busy) < cpu;
         /* Look again at the loser: it may have become faster.  Not at the
-         * CPU for a GCM message: the whole message would stay there (its
-         * CPU calls are sampled anyway whenever the GPU loses). */
+         * CPU for GCM: a message's first data would put the whole message on
+         * the default provider (its CPU calls are sampled anyway whenever the
+         * GPU loses). */
         if ((!go || kind != OFFLOAD_GCM) && explore_due(kind, go ? ce : ge, now, active)) {
             go = !go;
             exploring = (int)kind * 2 + go;

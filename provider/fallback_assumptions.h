@@ -98,6 +98,14 @@
  *   at final the tag of the message so far, as if it ended there (the
  *   decrypting one's GHASH is of the ciphertext it was given); the original
  *   goes on unchanged.  gcm_engine_adopt (gcm_engine.c).
+ * ASSUME_GCM_FUSED_PIECE (load)
+ *   A GCM context given AEAD_IVLEN 16 before any IV, then (either direction)
+ *   a 16-byte IV, whole blocks of data and no AAD, XORs the keystream from
+ *   inc32(J0), J0 = GHASH_H(IV || 0^64 || [128]_64), wrapping as inc32, and
+ *   (made an encrypting one by an init without key or IV when decrypting)
+ *   gives at final the tag (S ^ [0]_64 || [8 len]_64) * H ^ E_K(J0), S the
+ *   GHASH of the ciphertext; the next init with an IV starts afresh.
+ *   gcm_fused_run (gcm_fused.c): an engine message's CPU blocks in one pass.
  * ASSUME_GCM_EMPTY_UPDATE_OK (load)
  *   A GCM update of 0 bytes succeeds (outl 0) in any state.  update_engine.
  * ASSUME_GCM_AAD_BEFORE_DATA (load)
@@ -165,6 +173,7 @@
     X(GCM_REKEY_RESETS_MESSAGE, 1)                      \
     X(GCM_SEGMENT_GHASH, 1)                             \
     X(GCM_DUP_FINAL_TAG, 1)                             \
+    X(GCM_FUSED_PIECE, 1)                               \
     X(GCM_EMPTY_UPDATE_OK, 1)                           \
     X(GCM_AAD_BEFORE_DATA, 1)                           \
     X(GCM_DECRYPT_NEEDS_TAG, 1)                         \

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "gcm_fused.h"
 #include "gpuaes.h"
 
 #define BLOCK 16
@@ -64,7 +65,9 @@ typedef struct gcm_ctx {
     struct {
         void *seg;                    /* default GCM, zero IV: GHASH of a segment, as AAD */
         void *ecbctx;                 /* default AES-ECB: H, E_K(J0), a partial block's keystream */
-        void *ctrctx;                 /* default AES-CTR: whole blocks on the CPU */
+        void *ctrctx;                 /* default AES-CTR: short runs of whole blocks on the CPU */
+        gcm_fused fused;              /* longer ones: one stitched pass (gcm_fused.c) */
+        int fused_off;                /* gcm_fused_key failed for this key: CTR + segment */
         gpuaes_key *gpukey;
         int keyed;                    /* aux contexts hold the current key */
         unsigned char h[BLOCK];

@@ -18,12 +18,14 @@
  *    S_seg * H = tag' ^ E0 ^ L' * H.  Appending it: X' = X * H^k ^ S_seg, so
  *    Y' = Y * H^k ^ tag' ^ E0 ^ L' * H.
  *  - a GPU piece of n blocks with GHASH S (from zero): Y' = Y * H^n ^ S * H.
+ *  - a CPU run of 16 KiB or more of whole blocks (gcm_fused.c): the default
+ *    provider's own GCM from our counter, one stitched pass; the same S * H.
  *  - final: tag = (X ^ L) * H ^ E_K(J0) = Y ^ L * H ^ E_K(J0),
  *    L = [8 * aadlen]_64 || [8 * datalen]_64.
- * A segment is closed before each GPU piece (it then holds whole blocks: the
- * GPU piece starts block-aligned, after the CPU finished the partial block)
- * and at final (a trailing partial block is zero-padded by the segment's
- * own final, as AAD, which is what GCM's pad of C is).  Everything is
+ * A segment is closed before each GPU piece and stitched run (it then holds
+ * whole blocks: they start block-aligned, after the partial block) and at
+ * final (a trailing partial block is zero-padded by the segment's own final,
+ * as AAD, which is what GCM's pad of C is).  Everything is
  * duplicable (dupctx).  (ASSUME_GCM_SEGMENT_GHASH; the other ASSUME_GCM_* of
  * provider/fallback_assumptions.h are the default provider's message rules,
  * which this engine repeats.)
@@ -183,6 +185,12 @@ static int engine_key(gcm_ctx *c)
     if (ok) {
         memcpy(c->g.h, enc, BLOCK);
         memcpy(c->g.e0, enc + BLOCK, BLOCK);
+        c->g.fused.gcm = c->fb;       /* keyed at its first use (fused_ready) */
+        c->g.fused.ecb = c->ecb;
+        c->g.fused.ecbctx = c->g.ecbctx;
+        memcpy(c->g.fused.h, enc, BLOCK);
+        c->g.fused.ready = 0;
+        c->g.fused_off = 0;
         c->g.pow_ok = 0;
         c->g.seg_live = 0;            /* the key went in without an IV: restart on use */
         c->g.keyed = 1;
@@ -263,12 +271,41 @@ int gcm_engine_adopt(gcm_ctx *c)
     return ok;
 }
 
-/* Whole blocks on the CPU from our counter, their ciphertext into the
- * segment (decrypting: before in place overwrites it). */
+/* The stitched CPU path (gcm_fused.c) for this key, keyed at its first use;
+ * 0 when it cannot be had (then AES-CTR and the segment, as before). */
+static int fused_ready(gcm_ctx *c)
+{
+    if (!c->g.fused.ready && !c->g.fused_off
+        && !gcm_fused_key(&c->g.fused, c->prov->fallback_provctx, c->key, c->var->keylen))
+        c->g.fused_off = 1;
+    return c->g.fused.ready;
+}
+
+
+/* Whole blocks on the CPU from our counter: one stitched pass folded into Y
+ * (the segment closed first: it holds whole blocks here), or AES-CTR with
+ * the ciphertext into the segment (decrypting: before in place overwrites it). */
 static int cpu_blocks(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len)
 {
-    return (c->enc || seg_feed(c, in, len)) && cpu_ctr32(c, c->g.ctr, out, in, len)
-        && (!c->enc || seg_feed(c, out, len));
+    unsigned char sh[BLOCK];
+    uint64_t t0;
+    int ok;
+
+    if (len < gcm_fused_min() || c->g.ghash_dead || !fused_ready(c))
+        return (c->enc || seg_feed(c, in, len)) && cpu_ctr32(c, c->g.ctr, out, in, len)
+            && (!c->enc || seg_feed(c, out, len));
+    t0 = dispatch_now_ns();
+    ok = seg_close(c, 0) && gcm_fused_run(&c->g.fused, c->enc, c->g.ctr, out, in, len, sh);
+    if (ok) {
+        y_fold(c, len / BLOCK, sh);
+        gpuaes_ctr32_add(c->g.ctr, len / BLOCK);
+        dispatch_cpu_done(OFFLOAD_GCM, c->var->keylen, len, dispatch_now_ns() - t0);
+        offload_count_gcm_fused(len);
+    } else {
+        c->g.ghash_dead = 1;          /* out may be partly written: no tag may come out */
+    }
+    OPENSSL_cleanse(sh, sizeof(sh));
+    return ok;
 }
 
 /* The caller's share of a GPU piece (gpuaes_cpu_share_fn): the default
@@ -299,8 +336,14 @@ static int gcm_share(void *arg, const unsigned char *in, unsigned char *out, siz
     int ok;
 
     memcpy(ctr, state, BLOCK);
-    ok = (!a->gh || c->enc || seg_ghash(c, in, n, ghash)) && cpu_ctr32(c, ctr, out, in, n)
-        && (!a->gh || !c->enc || seg_ghash(c, out, n, ghash));
+    if (a->gh && n >= gcm_fused_min() && fused_ready(c)) {
+        ok = gcm_fused_run(&c->g.fused, c->enc, ctr, out, in, n, ghash);
+        if (ok)
+            offload_count_gcm_fused(n);
+    } else {
+        ok = (!a->gh || c->enc || seg_ghash(c, in, n, ghash)) && cpu_ctr32(c, ctr, out, in, n)
+            && (!a->gh || !c->enc || seg_ghash(c, out, n, ghash));
+    }
     OPENSSL_cleanse(ctr, sizeof(ctr));
     if (!ok)
         a->failed = 1;
@@ -387,27 +430,30 @@ static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in
     len -= head;
     mid = len & ~(size_t)(BLOCK - 1);
     /* Dispatch chose this engine at the message's first data (or moved the
-     * message here: gcm_engine_adopt); from then on its pieces go to the GPU
-     * whenever it takes them: the engine's own CPU path is slower than the
-     * default provider's stitched GCM, which cannot take over in the middle
-     * of a message (its GHASH state cannot be imported). */
+     * message here: gcm_engine_adopt).  Its whole blocks then go where
+     * dispatch says, update by update, as a block mode's do: on the CPU they
+     * take the default provider's stitched pass too (cpu_blocks).  Only
+     * where that cannot be had do they go to the GPU whenever it takes them
+     * (AES-CTR and the segment run at a fraction of the stitched speed). */
     if (gpu_ok && mid >= BLOCK && mid >= c->prov->offload_min[OFFLOAD_GCM]
-        && offload_possible(OFFLOAD_GCM) && !gpu_piece(c, out, in, mid, &done))
+        && offload_possible(OFFLOAD_GCM)
+        && (c->g.ghash_dead || !fused_ready(c) || offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, mid))
+        && !gpu_piece(c, out, in, mid, &done))
         return 0;
     /* The rest on the CPU: in[done..len) is untouched by the GPU piece. */
-    if (!c->enc && !seg_feed(c, in + done, len - done))
-        return 0;
-    if (!cpu_ctr32(c, c->g.ctr, out + done, in + done, mid - done))
+    if (!cpu_blocks(c, out + done, in + done, mid - done))
         return 0;
     if (len > mid) {                  /* a new partial block */
+        if (!c->enc && !seg_feed(c, in + mid, len - mid))
+            return 0;
         if (!cpu_keystream_block(c, c->g.ek))
             return 0;
         for (size_t i = mid; i < len; i++)
             out[i] = in[i] ^ c->g.ek[i - mid];
         c->g.mres = len - mid;
+        if (c->enc && !seg_feed(c, out + mid, len - mid))
+            return 0;
     }
-    if (c->enc && !seg_feed(c, out + done, len - done))
-        return 0;
     c->g.datalen += total;
     return 1;
 }
@@ -478,6 +524,9 @@ int gcm_engine_dup(gcm_ctx *c, const gcm_ctx *src)
     c->g.seg = src->g.seg != NULL ? src->fb->dupctx(src->g.seg) : NULL;
     c->g.ecbctx = src->g.ecbctx != NULL ? src->ecb->dupctx(src->g.ecbctx) : NULL;
     c->g.ctrctx = src->g.ctrctx != NULL ? src->ctr->dupctx(src->g.ctrctx) : NULL;
+    c->g.fused.ctx = NULL;            /* its own, keyed at its first use */
+    c->g.fused.ecbctx = c->g.ecbctx;
+    c->g.fused.ready = 0;
     return !((src->g.seg != NULL && c->g.seg == NULL)
              || (src->g.ecbctx != NULL && c->g.ecbctx == NULL)
              || (src->g.ctrctx != NULL && c->g.ctrctx == NULL));
@@ -491,5 +540,6 @@ void gcm_engine_free(gcm_ctx *c)
         c->ecb->freectx(c->g.ecbctx);
     if (c->g.ctrctx != NULL)
         c->ctr->freectx(c->g.ctrctx);
+    gcm_fused_free(&c->g.fused);
     gpu()->job.key_free(c->g.gpukey);
 }

@@ -123,6 +123,48 @@ void gf128_pow(unsigned char out[16], const unsigned char h[16], unsigned long l
     OPENSSL_cleanse(b, sizeof(b));
 }
 
+/* x^(2^k) in place: k squarings. */
+static void square_times(unsigned char x[16], int k)
+{
+    while (k-- > 0)
+        gf128_mul(x, x);
+}
+
+/*
+ * h^-1 = h^(2^128 - 2) (the multiplicative group has order 2^128 - 1), by the
+ * addition chain of Itoh and Tsujii: a_k = h^(2^k - 1), a_2k = a_k^(2^k) * a_k,
+ * a_(k+1) = a_k^2 * h, up to a_127; then one squaring.  127 squarings and
+ * 12 products; the exponent is public.  0 when h is 0 (no inverse).
+ */
+int gf128_inv(unsigned char out[16], const unsigned char h[16])
+{
+    static const int chain[] = { 2, 3, 6, 7, 14, 15, 30, 31, 62, 63, 126, 127 };
+    unsigned char a[16], t[16], nz = 0;
+    int k = 1;
+
+    for (int i = 0; i < 16; i++)
+        nz |= h[i];
+    if (nz == 0)
+        return 0;
+    memcpy(a, h, 16);                 /* a_1 */
+    for (size_t i = 0; i < sizeof(chain) / sizeof(chain[0]); i++) {
+        if (chain[i] == 2 * k) {      /* a_2k = a_k^(2^k) * a_k */
+            memcpy(t, a, 16);
+            square_times(a, k);
+            gf128_mul(a, t);
+        } else {                      /* a_(k+1) = a_k^2 * h */
+            gf128_mul(a, a);
+            gf128_mul(a, h);
+        }
+        k = chain[i];
+    }
+    gf128_mul(a, a);                  /* h^(2^128 - 2) */
+    memcpy(out, a, 16);
+    OPENSSL_cleanse(a, sizeof(a));
+    OPENSSL_cleanse(t, sizeof(t));
+    return 1;
+}
+
 static void ghash_blocks(unsigned char y[16], const unsigned char h[16],
                          const unsigned char *p, size_t len)
 {

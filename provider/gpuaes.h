@@ -147,6 +147,10 @@ size_t offload_run(const gpuaes_prov *prov, gpuaes_job *job);
 uint64_t offload_gpu_bytes(void);
 uint64_t offload_cpu_share_bytes(void);   /* done by the callers' shares of GPU jobs */
 uint64_t offload_gpu_errors(void);
+/* GCM bytes of messages on gpuaes's engine run on the CPU in one stitched pass
+ * (gcm_fused.c): the gcm-fused-bytes parameter. */
+void offload_count_gcm_fused(size_t len);
+uint64_t offload_gcm_fused_bytes(void);
 
 /* dispatch.c: CPU or GPU per call, from estimates measured in the process
  * (docs/DESIGN.md, "Dispatch").  Asked for calls at or above the kind's

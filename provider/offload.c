@@ -11,6 +11,7 @@
 static _Atomic uint64_t gpu_bytes;
 static _Atomic uint64_t cpu_share_bytes;
 static _Atomic uint64_t gpu_errors;
+static _Atomic uint64_t gcm_fused_bytes;
 
 int offload_possible(offload_kind kind)
 {
@@ -111,3 +112,9 @@ void offload_report_failure(const gpuaes_prov *prov, const char *what, const cha
 uint64_t offload_gpu_bytes(void) { return atomic_load(&gpu_bytes); }
 uint64_t offload_cpu_share_bytes(void) { return atomic_load(&cpu_share_bytes); }
 uint64_t offload_gpu_errors(void) { return atomic_load(&gpu_errors); }
+
+void offload_count_gcm_fused(size_t len)
+{
+    atomic_fetch_add_explicit(&gcm_fused_bytes, len, memory_order_relaxed);
+}
+uint64_t offload_gcm_fused_bytes(void) { return atomic_load(&gcm_fused_bytes); }

@@ -227,6 +227,7 @@ static const OSSL_PARAM *gpuaes_gettable_params(void *provctx)
         OSSL_PARAM_int("gpu-available", NULL),
         OSSL_PARAM_uint64("gpu-bytes", NULL),
         OSSL_PARAM_uint64("cpu-share-bytes", NULL),
+        OSSL_PARAM_uint64("gcm-fused-bytes", NULL),
         OSSL_PARAM_uint64("gpu-errors", NULL),
         OSSL_PARAM_uint64("gpu-backoffs", NULL),
         OSSL_PARAM_uint64("gpu-memory", NULL),
@@ -310,6 +311,9 @@ static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
         return 0;
     p = OSSL_PARAM_locate(params, "cpu-share-bytes");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, offload_cpu_share_bytes()))
+        return 0;
+    p = OSSL_PARAM_locate(params, "gcm-fused-bytes");
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, offload_gcm_fused_bytes()))
         return 0;
     p = OSSL_PARAM_locate(params, "gpu-errors");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, offload_gpu_errors()))

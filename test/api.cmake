@@ -201,7 +201,7 @@ gpuaes_test(NAME settings COMMAND test_settings TIMEOUT 120 MODULE_DIR ${CMAKE_B
 add_executable(test_assumptions test_assumptions.c ${PROJECT_SOURCE_DIR}/provider/assumptions.c
   ${PROJECT_SOURCE_DIR}/provider/assume_block.c ${PROJECT_SOURCE_DIR}/provider/assume_gcm.c
   ${PROJECT_SOURCE_DIR}/provider/fallback.c ${PROJECT_SOURCE_DIR}/provider/debug.c
-  ${PROJECT_SOURCE_DIR}/provider/gcm_math.c ${PROJECT_SOURCE_DIR}/provider/prov_err.c
+  ${PROJECT_SOURCE_DIR}/provider/gcm_math.c ${PROJECT_SOURCE_DIR}/provider/gcm_fused.c ${PROJECT_SOURCE_DIR}/provider/prov_err.c
   ${PROJECT_SOURCE_DIR}/provider/loaded_object.c)
 target_include_directories(test_assumptions PRIVATE ${PROJECT_SOURCE_DIR}/provider ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(test_assumptions PRIVATE -Wall -Wextra -Wno-unused-parameter)

@@ -27,6 +27,16 @@ gpuaes_test(NAME diff_gpu_threads_small_emu COMMAND test_diff --gpu --threads 8 
 # move to the GPU at the first block-aligned update of 256 KiB or more.
 gpuaes_test(NAME diff_gpu_migrate COMMAND test_diff --gpu --migrate --iterations 8
   LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=262144)
+# GCM messages on gpuaes's engine whose CPU blocks take the stitched pass
+# (gcm_fused.c): updates of 4 KiB and more to the GPU, the rest, from 16 bytes
+# (GPUAES_TEST_FUSED_MIN: the emulated module only), through the default
+# provider's AES-GCM at a counter of the engine's choosing; the callers' shares
+# of GPU jobs too.
+gpuaes_test(NAME diff_gpu_fused_emu COMMAND test_diff --gpu --fused --iterations 60 --max-bytes 1M
+  LABELS emu MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=4096 GPUAES_TEST_FUSED_MIN=16)
+gpuaes_test(NAME diff_gpu_fused_share_emu COMMAND test_diff --gpu --fused --iterations 30 --max-bytes 2M
+  LABELS emu MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_GPU_CPU_SHARE=all
+  GPUAES_TEST_FUSED_MIN=16)
 gpuaes_test(NAME diff_gpu_big COMMAND test_diff --gpu --big
   LABELS gpu ENV GPUAES_OFFLOAD_MIN_BYTES=0 TIMEOUT 900)
 

@@ -13,6 +13,8 @@
  *   --big         only the 64 MiB / 1 GiB in-place comparisons
  *   --migrate     only GCM messages that move from the CPU to the GPU mid-message
  *                 (GPUAES_OFFLOAD_MIN_BYTES above 64 KiB; --iterations per GCM cipher)
+ *   --fused       also require gcm-fused-bytes to grow: GCM messages on gpuaes's engine
+ *                 ran blocks on the CPU in the stitched pass (gcm_fused.c)
  *   --case C:S    rerun one random case (as printed by a failure) and nothing else
  * GPUAES_TEST_SEED=n changes the seed; GPUAES_OFFLOAD_MIN_BYTES selects the GPU path.
  */
@@ -249,7 +251,7 @@ static void compare_decrypt(diff_ctx *dc, drng *r, int i, const kd_op *base, siz
 }
 
 /* Options */
-static int gpu, big, migrate, threads;
+static int gpu, big, migrate, threads, fused;
 static const char *one_case;
 
 static size_t parse_size(const char *s)
@@ -279,6 +281,8 @@ static int parse_args(diff_ctx *dc, int argc, char **argv)
             big = 1;
         else if (strcmp(o, "--migrate") == 0)
             migrate = 1;
+        else if (strcmp(o, "--fused") == 0)
+            fused = 1;
         else if (strcmp(o, "--max-bytes") == 0 && v != NULL && ++a)
             dc->max_bytes = parse_size(v);
         else if (strcmp(o, "--iterations") == 0 && v != NULL && ++a)
@@ -374,7 +378,7 @@ static void rerun_case(diff_ctx *dc, const char *spec)
 int main(int argc, char **argv)
 {
     static diff_ctx dc;
-    uint64_t gpu_before = 0, errors_before = 0;
+    uint64_t gpu_before = 0, errors_before = 0, fused_before = 0;
     drng r;
 
     if (!parse_args(&dc, argc, argv))
@@ -396,6 +400,7 @@ int main(int argc, char **argv)
         test_require_gpu(&dc.env);
         gpu_before = test_gpu_bytes(&dc.env);
         errors_before = test_gpu_errors(&dc.env);
+        fused_before = test_u64_param(&dc.env, "gcm-fused-bytes");
     }
     printf("max-bytes %zu, iterations %d, threads %d%s\n", dc.max_bytes, dc.iterations, threads,
            big ? ", big" : "");
@@ -417,6 +422,13 @@ int main(int argc, char **argv)
                (unsigned long long)errors_before, (unsigned long long)errors);
         TEST_CHECK(after > gpu_before);          /* the GPU really did part of the work */
         TEST_CHECK(errors == errors_before);     /* and no GPU failure was papered over */
+        if (fused) {
+            uint64_t f = test_u64_param(&dc.env, "gcm-fused-bytes");
+
+            printf("gcm-fused-bytes %llu -> %llu\n", (unsigned long long)fused_before,
+                   (unsigned long long)f);
+            TEST_CHECK(f > fused_before);        /* the stitched CPU pass really ran */
+        }
     }
     for (int i = 0; i < KD_NCIPHERS; i++) {
         EVP_CIPHER_free(dc.sub[i]);

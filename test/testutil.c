@@ -79,6 +79,7 @@ uint64_t test_gpu_bytes(test_env *env)
 }
 uint64_t test_cpu_share_bytes(test_env *env) { return get_u64(env, "cpu-share-bytes"); }
 uint64_t test_gpu_errors(test_env *env) { return get_u64(env, "gpu-errors"); }
+uint64_t test_u64_param(test_env *env, const char *key) { return get_u64(env, key); }
 
 void test_require_gpu(test_env *env)
 {

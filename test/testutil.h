@@ -27,6 +27,8 @@ int test_gpu_available(test_env *env);
 uint64_t test_gpu_bytes(test_env *env);        /* gpu-bytes + cpu-share-bytes: GPU jobs' bytes */
 uint64_t test_cpu_share_bytes(test_env *env);
 uint64_t test_gpu_errors(test_env *env);
+/* Any uint64 parameter of gpuaes (0 if it has none). */
+uint64_t test_u64_param(test_env *env, const char *key);
 
 /* SIGSEGV, SIGBUS and SIGABRT print a backtrace on stderr, then kill as
  * they would have (children that must not crash: their logs say where). */
