@@ -18,7 +18,7 @@
  *    S_seg * H = tag' ^ E0 ^ L' * H.  Appending it: X' = X * H^k ^ S_seg, so
  *    Y' = Y * H^k ^ tag' ^ E0 ^ L' * H.
  *  - a GPU piece of n blocks with GHASH S (from zero): Y' = Y * H^n ^ S * H.
- *  - a CPU run of 16 KiB or more of whole blocks (gcm_fused.c): the default
+ *  - a CPU run of 64 KiB or more of whole blocks (gcm_fused.c): the default
  *    provider's own GCM from our counter, one stitched pass; the same S * H.
  *  - final: tag = (X ^ L) * H ^ E_K(J0) = Y ^ L * H ^ E_K(J0),
  *    L = [8 * aadlen]_64 || [8 * datalen]_64.

@@ -33,15 +33,17 @@
 #define BLOCK 16
 
 /* Runs of whole blocks at least this long take the stitched pass: below it
- * its fixed cost (an ECB block, three products, a GCM init, final and tag:
- * ~3000 instructions) outweighs the second pass it saves.  (CPU machine, AMD
- * EPYC, OpenSSL 3.0.19, AES-256-GCM runs on the engine, GB/s stitched / CTR +
- * segment / the default provider's own: 4 KiB 2.9 / 3.2-4.1 / 2.7-4.5, 16 KiB
- * 4.0 / 3.0-3.8 / 4.6, 64 KiB 4.5 / 2.4 / 4.6, 1 MiB 4.5 / 4.2 / 4.6; where
- * the default provider's GCM is stitched with VAES, CTR + segment is at most
- * half its speed.)  The emulated module only: GPUAES_TEST_FUSED_MIN lowers
- * it, so that the differential tests run every CPU run of an engine message
- * through the stitched pass. */
+ * its fixed cost (an ECB block, three products, a GCM init with its IV's
+ * GHASH, final and tag: ~0.5 us) outweighs the second pass it saves.
+ * bench/gcm_engine_cpu on the CPU machine (AMD EPYC, OpenSSL 3.0.19, whose
+ * GCM there is barely faster than AES-CTR plus a GHASH pass), AES-256-GCM,
+ * GB/s default provider / stitched / CTR + GHASH: 4 KiB 4.46 / 2.83 / 3.97,
+ * 16 KiB 4.58 / 3.98 / 4.21, 64 KiB 4.61 / 4.41 / 4.27, 1 MiB 4.61 / 4.58 /
+ * 4.27.  Where the default provider's GCM is stitched with VAES (the H200
+ * machine: 15.8 GB/s against AES-CTR's 8.3) the two passes are at most half
+ * its speed, and the crossover lower.  The emulated module only:
+ * GPUAES_TEST_FUSED_MIN lowers it, so that the differential tests run every
+ * CPU run of an engine message through the stitched pass. */
 size_t gcm_fused_min(void)
 {
 #ifdef GPUAES_TEST_HOOKS
@@ -50,7 +52,7 @@ size_t gcm_fused_min(void)
     if (v != NULL)
         return (size_t)strtoull(v, NULL, 0);
 #endif
-    return 16384;
+    return 65536;
 }
 
 int gcm_fused_key(gcm_fused *f, void *provctx, const unsigned char *key, size_t keylen)
