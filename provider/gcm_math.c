@@ -16,19 +16,48 @@
 
 #include "gcm_math.h"
 
-static uint64_t load64(const unsigned char *p)
+static inline uint64_t load64(const unsigned char *p)
 {
-    uint64_t v = 0;
+    uint64_t v;
 
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | p[i];
+    memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
     return v;
 }
 
-static void store64(unsigned char *p, uint64_t v)
+static inline void store64(unsigned char *p, uint64_t v)
 {
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        p[i] = (unsigned char)v;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, 8);
+}
+
+/*
+ * The element's 16 bytes, read big-endian as the integer X = xh:xl, put the
+ * coefficient of z^t at bit 127 - t (the reflected order).  The carry-less
+ * product X (*) Y = v3:v2:v1:v0 then holds z^t at bit 254 - t; one left
+ * shift gives the upper 128 bits z^0..z^127 in the element's own layout (U)
+ * and the lower 128 bits z^(128+j) at bit 127 - j (L).  z^128 = 1 + z + z^2
+ * + z^7, and multiplying by z^s is a right shift by s, so the result is
+ * U ^ L ^ L>>1 ^ L>>2 ^ L>>7 -- except for the bits those shifts push past
+ * z^127, which reduce once more: they are L << 127, << 126 and << 121 (only
+ * L's low word reaches them), folded into L first.
+ */
+static inline void reduce_store(unsigned char x[16], uint64_t v3, uint64_t v2, uint64_t v1, uint64_t v0)
+{
+    uint64_t w1, w0;
+
+    v3 = (v3 << 1) | (v2 >> 63);      /* << 1 */
+    v2 = (v2 << 1) | (v1 >> 63);
+    v1 = (v1 << 1) | (v0 >> 63);
+    v0 <<= 1;
+    w1 = v1 ^ (v0 << 63) ^ (v0 << 62) ^ (v0 << 57);
+    w0 = v0;
+    store64(x, v3 ^ w1 ^ (w1 >> 1) ^ (w1 >> 2) ^ (w1 >> 7));
+    store64(x + 8, v2 ^ w0 ^ ((w0 >> 1) | (w1 << 63)) ^ ((w0 >> 2) | (w1 << 62)) ^ ((w0 >> 7) | (w1 << 57)));
 }
 
 /*
@@ -40,7 +69,7 @@ static void store64(unsigned char *p, uint64_t v)
  * whose carries land in the 3 bits above, of other classes: masking the class
  * recovers the XOR.  Multiplies take the same time whatever their operands.
  */
-static uint64_t clmul_lo(uint64_t x, uint64_t y)
+static inline uint64_t clmul_lo(uint64_t x, uint64_t y)
 {
     const uint64_t m0 = 0x1111111111111111ULL, m1 = m0 << 1, m2 = m0 << 2, m3 = m0 << 3;
     uint64_t x0 = x & m0, x1 = x & m1, x2 = x & m2, x3 = x & m3;
@@ -53,57 +82,71 @@ static uint64_t clmul_lo(uint64_t x, uint64_t y)
     return (z0 & m0) | (z1 & m1) | (z2 & m2) | (z3 & m3);
 }
 
-static uint64_t rev64(uint64_t v)
+static inline uint64_t rev64(uint64_t v)
 {
     v = ((v >> 1) & 0x5555555555555555ULL) | ((v & 0x5555555555555555ULL) << 1);
     v = ((v >> 2) & 0x3333333333333333ULL) | ((v & 0x3333333333333333ULL) << 2);
     v = ((v >> 4) & 0x0f0f0f0f0f0f0f0fULL) | ((v & 0x0f0f0f0f0f0f0f0fULL) << 4);
-    v = ((v >> 8) & 0x00ff00ff00ff00ffULL) | ((v & 0x00ff00ff00ff00ffULL) << 8);
-    v = ((v >> 16) & 0x0000ffff0000ffffULL) | ((v & 0x0000ffff0000ffffULL) << 16);
-    return (v >> 32) | (v << 32);
-}
-
-/* x (*) y, all 127 bits: the high half is the low half of the reversed
- * operands' product, reversed (that puts bits 63..126 at 0..63). */
-static void clmul64(uint64_t x, uint64_t y, uint64_t *hi, uint64_t *lo)
-{
-    *lo = clmul_lo(x, y);
-    *hi = rev64(clmul_lo(rev64(x), rev64(y))) >> 1;
+    return __builtin_bswap64(v);      /* bits reversed in each byte, then the bytes */
 }
 
 /*
- * The element's 16 bytes, read big-endian as the integer X = xh:xl, put the
- * coefficient of z^t at bit 127 - t (the reflected order).  The carry-less
- * product X (*) Y (Karatsuba: three 64 x 64 products) then holds z^t at bit
- * 254 - t; one left shift gives the upper 128 bits z^0..z^127 in the
- * element's own layout (U) and the lower 128 bits z^(128+j) at bit 127 - j
- * (L).  z^128 = 1 + z + z^2 + z^7, and multiplying by z^s is a right shift by
- * s, so the result is U ^ L ^ L>>1 ^ L>>2 ^ L>>7 -- except for the bits those
- * shifts push past z^127, which reduce once more: they are L << 127, << 126
- * and << 121 (only L's low word reaches them), folded into L first.
+ * Any 64-bit host.  Karatsuba: three 64 x 64 products, each's high half the
+ * low half of the reversed operands' product, reversed (that puts bits
+ * 63..126 at 0..63); the operands are reversed once each.
  */
-void gf128_mul(unsigned char x[16], const unsigned char y[16])
+void gf128_mul_portable(unsigned char x[16], const unsigned char y[16])
 {
     uint64_t xh = load64(x), xl = load64(x + 8), yh = load64(y), yl = load64(y + 8);
-    uint64_t a1, a0, b1, b0, m1, m0, v3, v2, v1, v0, w1, w0;
+    uint64_t xhr = rev64(xh), xlr = rev64(xl), yhr = rev64(yh), ylr = rev64(yl);
+    uint64_t a0 = clmul_lo(xl, yl), a1 = rev64(clmul_lo(xlr, ylr)) >> 1;
+    uint64_t b0 = clmul_lo(xh, yh), b1 = rev64(clmul_lo(xhr, yhr)) >> 1;
+    uint64_t m0 = clmul_lo(xh ^ xl, yh ^ yl) ^ a0 ^ b0;
+    uint64_t m1 = (rev64(clmul_lo(xhr ^ xlr, yhr ^ ylr)) >> 1) ^ a1 ^ b1;
 
-    clmul64(xl, yl, &a1, &a0);
-    clmul64(xh, yh, &b1, &b0);
-    clmul64(xh ^ xl, yh ^ yl, &m1, &m0);
-    m1 ^= a1 ^ b1;
-    m0 ^= a0 ^ b0;
-    v3 = b1;                          /* X (*) Y = v3:v2:v1:v0 */
-    v2 = b0 ^ m1;
-    v1 = a1 ^ m0;
-    v0 = a0;
-    v3 = (v3 << 1) | (v2 >> 63);      /* << 1 */
-    v2 = (v2 << 1) | (v1 >> 63);
-    v1 = (v1 << 1) | (v0 >> 63);
-    v0 <<= 1;
-    w1 = v1 ^ (v0 << 63) ^ (v0 << 62) ^ (v0 << 57);
-    w0 = v0;
-    store64(x, v3 ^ w1 ^ (w1 >> 1) ^ (w1 >> 2) ^ (w1 >> 7));
-    store64(x + 8, v2 ^ w0 ^ ((w0 >> 1) | (w1 << 63)) ^ ((w0 >> 2) | (w1 << 62)) ^ ((w0 >> 7) | (w1 << 57)));
+    reduce_store(x, b1, b0 ^ m1, a1 ^ m0, a0);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define GF128_PCLMUL 1
+
+/* The same with PCLMULQDQ (a fixed-latency instruction: constant time). */
+__attribute__((target("pclmul,sse4.1"))) static void gf128_mul_pclmul(unsigned char x[16],
+                                                                       const unsigned char y[16])
+{
+    uint64_t xh = load64(x), xl = load64(x + 8), yh = load64(y), yl = load64(y + 8);
+    __m128i a = _mm_clmulepi64_si128(_mm_set_epi64x(0, (long long)xl), _mm_set_epi64x(0, (long long)yl), 0);
+    __m128i b = _mm_clmulepi64_si128(_mm_set_epi64x(0, (long long)xh), _mm_set_epi64x(0, (long long)yh), 0);
+    __m128i m = _mm_clmulepi64_si128(_mm_set_epi64x(0, (long long)(xh ^ xl)),
+                                     _mm_set_epi64x(0, (long long)(yh ^ yl)), 0);
+
+    m = _mm_xor_si128(m, _mm_xor_si128(a, b));
+    reduce_store(x, (uint64_t)_mm_extract_epi64(b, 1),
+                 (uint64_t)_mm_cvtsi128_si64(b) ^ (uint64_t)_mm_extract_epi64(m, 1),
+                 (uint64_t)_mm_extract_epi64(a, 1) ^ (uint64_t)_mm_cvtsi128_si64(m),
+                 (uint64_t)_mm_cvtsi128_si64(a));
+}
+#endif
+
+/* PCLMULQDQ where the CPU has it (checked once; a race only checks twice). */
+void gf128_mul(unsigned char x[16], const unsigned char y[16])
+{
+#ifdef GF128_PCLMUL
+    static int have = -1;             /* -1: not checked yet */
+    int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+
+    if (h < 0) {
+        __builtin_cpu_init();
+        h = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+        __atomic_store_n(&have, h, __ATOMIC_RELAXED);
+    }
+    if (h) {
+        gf128_mul_pclmul(x, y);
+        return;
+    }
+#endif
+    gf128_mul_portable(x, y);
 }
 
 void gf128_pow(unsigned char out[16], const unsigned char h[16], unsigned long long n)

@@ -6,6 +6,8 @@
 
 /* x = x * y in GCM's GF(2^128) (bit-reflected, as in SP 800-38D).  Constant time. */
 void gf128_mul(unsigned char x[16], const unsigned char y[16]);
+/* The same without PCLMULQDQ (what gf128_mul runs where the CPU lacks it; tests). */
+void gf128_mul_portable(unsigned char x[16], const unsigned char y[16]);
 
 /* out = h^n (n is public: a block count).  Square-and-multiply; constant time in h. */
 void gf128_pow(unsigned char out[16], const unsigned char h[16], unsigned long long n);

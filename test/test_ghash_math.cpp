@@ -308,9 +308,25 @@ int main()
         std::memcpy(r2, a, 16);
         ref_mul(r2, b);
         CHECK(std::memcmp(r1, r2, 16) == 0, "gf128_mul != the bitwise reference");
+        std::memcpy(r2, a, 16);
+        gf128_mul_portable(r2, b);
+        CHECK(std::memcmp(r1, r2, 16) == 0, "gf128_mul_portable != gf128_mul");
+        // b * b^-1 = 1 (the field's 1 is the byte 0x80 first)
+        unsigned char inv[16], unit[16] = {0x80};
+        if (gf128_inv(inv, b)) {
+            gf128_mul(inv, b);
+            CHECK(std::memcmp(inv, unit, 16) == 0, "gf128_inv(b) * b != 1");
+        } else {
+            CHECK(false, "gf128_inv refused a nonzero element");
+        }
         const G128 one = gf_pow(g128_from_bytes(b), 0);
         g128_to_bytes(gf_mul(g128_from_bytes(a), one), r2);
         CHECK(std::memcmp(a, r2, 16) == 0, "x * 1 != x");
+    }
+
+    {   // zero has no inverse
+        unsigned char zero[16] = {}, out[16] = {1};
+        CHECK(gf128_inv(out, zero) == 0 && out[0] == 1, "gf128_inv(0) did not refuse");
     }
 
     // Extreme operands: zero, one, all ones (each 32 x 32 product then has 8
@@ -339,9 +355,12 @@ int main()
                 unsigned char ab[16], bb[16], r2[16];
                 g128_to_bytes(a, ab);
                 g128_to_bytes(b, bb);
-                unsigned char ref[16];
+                unsigned char ref[16], port[16];
                 std::memcpy(ref, ab, 16);
                 ref_mul(ref, bb);
+                std::memcpy(port, ab, 16);
+                gf128_mul_portable(port, bb);
+                CHECK(std::memcmp(port, ref, 16) == 0, "gf128_mul_portable != the bitwise reference on extreme operands");
                 gf128_mul(ab, bb);
                 g128_to_bytes(gf_mul(a, b), r2);
                 CHECK(std::memcmp(ab, r2, 16) == 0, "gf_mul != gf128_mul on extreme operands");
