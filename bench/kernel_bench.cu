@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "aes_kernels.cuh"
+#include "gf128_ref.h"   // test/: the reference multiply
 #include "aes_key.h"
 #include "ghash_launch.h"
 #include "gpuaes_counter.h"
@@ -248,23 +249,6 @@ Timing time_launches(F fn, int warmup, int launches)
 
 // ---- GHASH and GCM per staging chunk ------------------------------------
 
-// Reference multiply in GCM's field, independent of cuda/ghash.cuh: SP 800-38D
-// algorithm 1 on bytes (x^0 is the MSB of byte 0), slow and obviously right.
-void ref_gf_mul(unsigned char x[16], const unsigned char y[16])
-{
-    unsigned char z[16] = {0}, v[16];
-    std::memcpy(v, y, 16);
-    for (int i = 0; i < 128; ++i) {
-        if ((x[i / 8] >> (7 - i % 8)) & 1)
-            for (int j = 0; j < 16; ++j) z[j] ^= v[j];
-        const bool lsb = v[15] & 1;
-        for (int j = 15; j > 0; --j) v[j] = (unsigned char)((v[j] >> 1) | (v[j - 1] << 7));
-        v[0] >>= 1;
-        if (lsb) v[0] ^= 0xe1;
-    }
-    std::memcpy(x, z, 16);
-}
-
 // GHASH from zero of nb blocks: with the reference multiply, or with
 // gpuaes::gf_mul (what the kernels compute, faster on the host).
 void ref_ghash(const unsigned char h[16], const unsigned char *data, size_t nb, unsigned char out[16])
@@ -272,7 +256,7 @@ void ref_ghash(const unsigned char h[16], const unsigned char *data, size_t nb, 
     unsigned char x[16] = {0};
     for (size_t i = 0; i < nb; ++i) {
         for (int j = 0; j < 16; ++j) x[j] ^= data[16 * i + j];
-        ref_gf_mul(x, h);
+        gf128_ref_mul(x, h);
     }
     std::memcpy(out, x, 16);
 }

@@ -23,6 +23,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "gf128_ref.h"
 #include "ghash.cuh"
 #include "ghash_mma.cuh"
 
@@ -225,24 +226,6 @@ G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t
     return r;
 }
 
-// The bitwise multiply of SP 800-38D (algorithm 1): the reference both
-// integer-multiply versions (the provider's gf128_mul, the GPU's gf_mul) are
-// held to.
-void ref_mul(unsigned char x[16], const unsigned char y[16])
-{
-    unsigned char z[16] = {}, v[16];
-    std::memcpy(v, y, 16);
-    for (int i = 0; i < 128; ++i) {
-        if ((x[i / 8] >> (7 - i % 8)) & 1)
-            for (int j = 0; j < 16; ++j) z[j] ^= v[j];
-        const bool lsb = v[15] & 1;
-        for (int j = 15; j > 0; --j) v[j] = (unsigned char)((v[j] >> 1) | (v[j - 1] << 7));
-        v[0] >>= 1;
-        if (lsb) v[0] ^= 0xe1;
-    }
-    std::memcpy(x, z, 16);
-}
-
 // Plain Horner with the provider's (independent, 64-bit) gf128_mul.
 void horner(unsigned char x[16], const unsigned char h[16], const unsigned char *data, size_t nb)
 {
@@ -306,7 +289,7 @@ int main()
         g128_to_bytes(gf_mul(g128_from_bytes(a), g128_from_bytes(b)), r2);
         CHECK(std::memcmp(r1, r2, 16) == 0, "gf_mul != gf128_mul");
         std::memcpy(r2, a, 16);
-        ref_mul(r2, b);
+        gf128_ref_mul(r2, b);
         CHECK(std::memcmp(r1, r2, 16) == 0, "gf128_mul != the bitwise reference");
         std::memcpy(r2, a, 16);
         gf128_mul_portable(r2, b);
@@ -357,7 +340,7 @@ int main()
                 g128_to_bytes(b, bb);
                 unsigned char ref[16], port[16];
                 std::memcpy(ref, ab, 16);
-                ref_mul(ref, bb);
+                gf128_ref_mul(ref, bb);
                 std::memcpy(port, ab, 16);
                 gf128_mul_portable(port, bb);
                 CHECK(std::memcmp(port, ref, 16) == 0, "gf128_mul_portable != the bitwise reference on extreme operands");
