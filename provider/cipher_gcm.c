@@ -445,6 +445,8 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
                                                    size_t outsize, const unsigned char *in,
                                                    size_t inl)
 {
+    int asked = 0;                    /* dispatch already chose the GPU for this update */
+
     if (in == NULL && inl > 0) {      /* a final, before any GPU decision: ASSUME_GCM_CIPHER_FORMS */
         if (c->msg != MSG_GPU) {
             c->msg = MSG_FALLBACK;
@@ -481,6 +483,7 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
             c->msg = MSG_FALLBACK;    /* it finishes there, as before */
             return fb_update_timed(c, out, outl, outsize, in, inl);
         }
+        asked = 1;
         break;
     case MSG_UNDECIDED:
         if (inl >= c->prov->offload_min[OFFLOAD_GCM] && dispatch_cpu_claim(OFFLOAD_GCM, c->var->keylen))
@@ -511,6 +514,8 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
             return fb_update_timed(c, out, outl, outsize, in, inl);
         }
         /* fall through: the first data of a message on gpuaes's engine */
+        asked = 1;                    /* dispatch chose the GPU for this update just now */
+        break;
     case MSG_GPU:
         break;
     }
@@ -531,7 +536,7 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
         return 0;
     }
     if (c->g.datalen + inl > GCM_MAX_DATA || c->g.datalen + inl < c->g.datalen
-        || !gcm_engine_update(c, out, in, inl)) {
+        || !gcm_engine_update(c, out, in, inl, asked)) {
         GPUAES_RAISE(c->prov, PROV_R_CIPHER_OPERATION_FAILED);
         return 0;
     }

@@ -121,8 +121,10 @@ static inline void gcm_engine_new_message(gcm_ctx *c)
  * in g.aadlen, g.datalen): c->msg = MSG_GPU.  0: it stays there (nothing
  * changed, no error queued). */
 int gcm_engine_adopt(gcm_ctx *c);
-/* len bytes of data in -> out (whole blocks on the GPU when large). */
-int gcm_engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len);
+/* len bytes of data in -> out (whole blocks on the GPU when large and
+ * dispatch says so; asked: it already did, for this update, deciding the
+ * message's engine: not asked twice, which would spend an exploration). */
+int gcm_engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len, int asked);
 /* The tag: made (encrypting) or checked (decrypting). */
 int gcm_engine_final(gcm_ctx *c);
 /* c is a copy of src (dupctx): its own copies of the engine's contexts;

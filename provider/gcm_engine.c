@@ -411,7 +411,7 @@ static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, si
  * before it is decrypted (in place it is overwritten), after encrypting.
  */
 static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len,
-                         int gpu_ok)
+                         int gpu_ok, int asked)
 {
     size_t head = 0, mid, done = 0, total = len;
 
@@ -437,7 +437,8 @@ static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in
      * (AES-CTR and the segment run at a fraction of the stitched speed). */
     if (gpu_ok && mid >= BLOCK && mid >= c->prov->offload_min[OFFLOAD_GCM]
         && offload_possible(OFFLOAD_GCM)
-        && (c->g.ghash_dead || !fused_ready(c) || offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, mid))
+        && (asked || c->g.ghash_dead || !fused_ready(c)
+            || offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, mid))
         && !gpu_piece(c, out, in, mid, &done))
         return 0;
     /* The rest on the CPU: in[done..len) is untouched by the GPU piece. */
@@ -465,17 +466,17 @@ static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in
  * the order of its loads and stores (the message's first update goes to it
  * and so gets them; a later one on this engine cannot).
  */
-int gcm_engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len)
+int gcm_engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len, int asked)
 {
     unsigned char *copy;
     int ok;
 
     if (!gpuaes_overlap_partial(in, len, out, len))
-        return engine_update(c, out, in, len, 1);
+        return engine_update(c, out, in, len, 1, asked);
     if ((copy = OPENSSL_malloc(len)) == NULL)
         return 0;
     memcpy(copy, in, len);
-    ok = engine_update(c, out, copy, len, 0);
+    ok = engine_update(c, out, copy, len, 0, 0);
     OPENSSL_clear_free(copy, len);
     return ok;
 }
