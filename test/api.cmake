@@ -150,6 +150,8 @@ gpuaes_test(NAME dispatch_gcm_first_emu COMMAND test_dispatch --gcm-first LABELS
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_GPU_START_BYTES=0")
 gpuaes_test(NAME dispatch_gcm_late_emu COMMAND test_dispatch --gcm-late LABELS emu TIMEOUT 300
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_GPU_START_BYTES=16777216")
+gpuaes_test(NAME dispatch_gcm_leave_emu COMMAND test_dispatch --gcm-leave LABELS emu TIMEOUT 300
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_GPU_START_BYTES=0;GPUAES_EMU_JOB_DELAY_MS=40")
 # The dispatcher itself (provider/dispatch.c compiled in) on a model clock:
 # it looks again after contention, both ways, at a bounded cost, and keeps
 # the load rules.  No GPU, no module.  Its usable cores: the affinity set.

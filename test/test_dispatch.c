@@ -16,6 +16,11 @@
  *            is up (GPUAES_GPU_START_BYTES=16M: the GPU starts at the
  *            second 8 MiB update) moves to the GPU in the middle (issue 22:
  *            it used to stay on the CPU for its whole length).
+ *   --gcm-leave  one long GCM message that starts on gpuaes's engine (the
+ *            GPU's rate unknown yet), on a GPU that turns out slow
+ *            (GPUAES_EMU_JOB_DELAY_MS=40): its later updates go to the CPU,
+ *            in the stitched pass (gcm-fused-bytes), not to the GPU for the
+ *            whole message as before.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +123,59 @@ static int gcm_late(void)
     return test_report("dispatch gcm-late");
 }
 
+static int gcm_leave(void)
+{
+    static const unsigned char key[32] = "dispatch-gcm-key-0123456789abcd", iv[12] = "dispatch-iv";
+    const size_t piece = (size_t)8 << 20, pieces = 12, len = piece * pieces;
+    unsigned char *in = malloc(len), *a = malloc(len), *b = malloc(len), ta[16], tb[16];
+    test_env env;
+    EVP_CIPHER *ciph[2];
+    uint64_t first = 0, gpu = 0, fused = 0;
+
+    if (in == NULL || a == NULL || b == NULL || !test_env_open(&env))
+        return 1;
+    test_require_gpu(&env);
+    test_seed(6);
+    test_rand_bytes(in, len);
+    ciph[0] = api_fetch(&env, "AES-256-GCM", "gpuaes");
+    ciph[1] = api_fetch(&env, "AES-256-GCM", "default");
+    for (int k = 0; k < 2; k++) {
+        EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+        unsigned char *out = k == 0 ? a : b, *tag = k == 0 ? ta : tb;
+        int outl = 0, ok;
+        uint64_t g0 = test_gpu_bytes(&env), f0 = get_u64(&env, "gcm-fused-bytes");
+
+        ok = c != NULL && EVP_EncryptInit_ex2(c, ciph[k], key, iv, NULL)
+             && EVP_EncryptUpdate(c, NULL, &outl, in, 13);
+        for (size_t i = 0; ok && i < pieces; i++) {
+            ok = EVP_EncryptUpdate(c, out + i * piece, &outl, in + i * piece, (int)piece);
+            if (k == 0 && i == 0)
+                first = test_gpu_bytes(&env) - g0;
+        }
+        ok = ok && EVP_EncryptFinal_ex(c, out + len, &outl)
+             && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16, tag);
+        if (k == 0) {
+            gpu = test_gpu_bytes(&env) - g0;
+            fused = get_u64(&env, "gcm-fused-bytes") - f0;
+        }
+        TEST_CHECK(ok);
+        EVP_CIPHER_CTX_free(c);
+    }
+    CHECKF(memcmp(a, b, len) == 0 && memcmp(ta, tb, 16) == 0, "the GCM message differs");
+    printf("GCM message on a slow GPU: first update %llu bytes on the GPU; the message %llu on the GPU, "
+           "%llu on the CPU in the stitched pass, of %zu\n", (unsigned long long)first,
+           (unsigned long long)gpu, (unsigned long long)fused, len);
+    CHECKF(first > 0, "the message did not start on gpuaes's engine (the GPU's rate was known?)");
+    CHECKF(fused >= len / 2, "the message stayed on the slow GPU instead of leaving it for the CPU");
+    EVP_CIPHER_free(ciph[0]);
+    EVP_CIPHER_free(ciph[1]);
+    test_env_close(&env);
+    free(in);
+    free(a);
+    free(b);
+    return test_report("dispatch gcm-leave");
+}
+
 int main(int argc, char **argv)
 {
     static const unsigned char key[16] = "dispatch-key-01", iv[16] = "dispatch-iv-0001";
@@ -132,6 +190,8 @@ int main(int argc, char **argv)
         return gcm_first();
     if (argc > 1 && strcmp(argv[1], "--gcm-late") == 0)
         return gcm_late();
+    if (argc > 1 && strcmp(argv[1], "--gcm-leave") == 0)
+        return gcm_leave();
     in = malloc(LEN);
     a = malloc(LEN);
     b = malloc(LEN);
