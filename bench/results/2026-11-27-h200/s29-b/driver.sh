@@ -5,7 +5,8 @@
 # evp_bench AES-256-GCM enc and dec, 8 and 64 MiB updates (one long message per thread), 1, 16 and 32
 # threads, 3 rounds alternating old / new; then bench/gcm_engine_cpu (the stitched pass against CTR + GHASH
 # on this CPU, whose GCM is stitched with VAES). The old module is .ab/old/gpuaes.so (built on the CPU
-# machine at 37846f8; carry [".ab"]); the layer beside it is this build's (same layer ABI). ~4 min.
+# machine at 37846f8; carry [".ab"]); the layer beside it is this build's (same layer ABI). Then
+# gpu_cpu_share=ctr vs all for one thread's 64 MiB GCM (the share now takes the stitched pass). ~5 min.
 # The load matrix's cells before (s28-e, 0a1cd0b): GCM dec 64M t16 0.84, t32 0.89, enc 64M t16 0.93,
 # t32 0.92, enc 8M t16 0.90.
 source bench/device_prelude.sh
@@ -38,6 +39,15 @@ for k in sorted({k for k, v in rows}):
           " ".join("%.2f" % x for x in rows[(k, 'old')]), " ".join("%.2f" % x for x in rows[(k, 'new')])))
 PY
 tar czf $OUT/gcm-ab.tgz -C $OUT ab && rm -rf $OUT/ab
+# The caller's share of a GCM job (gpu_cpu_share=all) now runs the stitched pass: does a lone thread's
+# 64 MiB GCM gain from it now (default ctr: "not measured to help GCM yet")? 3 rounds alternating.
+for r in 1 2 3; do
+  for sh in ctr all; do
+    GPUAES_GPU_CPU_SHARE=$sh timeout 60 $B/bench/evp_bench --ciphers AES-256-GCM --dir enc --sizes 64M \
+      --threads 1 --repeats 3 --min-time 0.3 --warmup 0.1 --provider-path $B --require-gpu 2>/dev/null \
+      | grep -E "^AES" | sed "s/^/share=$sh round $r: /" | tee -a $OUT/gcm-share.txt
+  done
+done
 GPUAES_MODULE_DIR=$B/emu $B/bench/gcm_engine_cpu --provider-path $B/emu --rounds 15 --sizes 4K,16K,64K,1M,4M \
   | tee $OUT/gcm-engine-cpu.txt
 echo "total $(( $(date +%s) - t0 )) s"
