@@ -15,6 +15,10 @@ struct gpuaes_key {
     int rounds;          // 10, 12 or 14
 };
 
+// The portable schedule whatever the CPU has (gpuaes_key_new takes AES-NI
+// where there is one): for test_key_schedule, which holds them to each other.
+extern "C" gpuaes_key *gpuaes_key_new_portable(const unsigned char *key, size_t keylen);
+
 namespace gpuaes {
 
 // Wipe that the optimiser may not drop (the buffer is about to be freed).
