@@ -1,7 +1,8 @@
 #!/bin/bash
 # device call prepared in session 29 (not run yet): does a GCM message on gpuaes's engine now leave the GPU
-# when the cores are busy? A/B of d9a74af (the engine's CPU blocks in one stitched pass, its pieces where
-# dispatch says) against its parent 37846f8 (pieces to the GPU whenever it takes them), in process:
+# when the cores are busy? A/B of this build (d9a74af on: the engine's CPU blocks in one stitched pass, its
+# pieces where dispatch says; also PCLMUL GHASH folds and AES-NI key schedules) against 37846f8, d9a74af's
+# parent (pieces to the GPU whenever it takes them), in process:
 # evp_bench AES-256-GCM enc and dec, 8 and 64 MiB updates (one long message per thread), 1, 16 and 32
 # threads, 3 rounds alternating old / new; then bench/gcm_engine_cpu (the stitched pass against CTR + GHASH
 # on this CPU, whose GCM is stitched with VAES). The old module is .ab/old/gpuaes.so (built on the CPU
@@ -33,7 +34,7 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], '*.csv'))):
     for k, p in got.items():
         if 'default' in p and 'gpuaes' in p:
             rows[(k, v)].append(p['gpuaes'] / p['default'])
-print("AES-256-GCM, gpuaes / default per round (median), old = 37846f8, new = d9a74af")
+print("AES-256-GCM, gpuaes / default per round (median), old = 37846f8, new = this build")
 for k in sorted({k for k, v in rows}):
     print("%s %3dM t=%-2d  old %s  new %s" % (k[0], k[1] >> 20, k[2],
           " ".join("%.2f" % x for x in rows[(k, 'old')]), " ".join("%.2f" % x for x in rows[(k, 'new')])))
