@@ -10,6 +10,10 @@
 # gpu_cpu_share=ctr vs all for one thread's 64 MiB GCM (the share now takes the stitched pass). ~5 min.
 # The load matrix's cells before (s28-e, 0a1cd0b): GCM dec 64M t16 0.84, t32 0.89, enc 64M t16 0.93,
 # t32 0.92, enc 8M t16 0.90.
+# .ab/old/gpuaes.so, if missing: git worktree add /tmp/wt-old 37846f8 && cmake -S /tmp/wt-old -B /tmp/wt-old/b
+#   -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build /tmp/wt-old/b --target gpuaes
+#   && mkdir -p .ab/old && cp /tmp/wt-old/b/gpuaes.so .ab/old/   (.ab is in .git/info/exclude)
+[ -f .ab/old/gpuaes.so ] || { echo "s29-b: .ab/old/gpuaes.so missing (carry [\".ab\"])"; exit 2; }
 source bench/device_prelude.sh
 cp $B/gpuaes_gpu.so .ab/old/
 mkdir -p $OUT/ab
