@@ -1,6 +1,7 @@
 #!/bin/bash
 # device call prepared in sessions 28-29 (not run yet: session 29 had no device time) for the next GPU session:
-#  1. one thread of 64 MiB CTR / ECB / GCM through a foreground gpuaesd with the client's per-job line
+#  1. a lone job's round trip (service_rtt: 16 B, 64 KiB); one thread of 64 MiB CTR / ECB / GCM through a
+#     foreground gpuaesd with the client's per-job line
 #     (GPUAES_DEBUG: copy in / out, waiting, how many sleeps, when the first reply came) and the service's
 #     job log: is the 0.4-0.5 ms of waiting per 64 MiB job the ramp or spread over the pieces?
 #  2. issue 22's workloads (processes-long 1 / 4 / 16, fresh-warm, fresh-cold) through gpuaesd and in process;
@@ -11,6 +12,10 @@ source bench/device_prelude.sh
 D=$(mktemp -d)/s; mkdir -p $D; chmod 700 $D
 GPUAESD_JOB_LOG=1 $B/gpuaesd --socket-dir $D --foreground --idle-exit 0 2>> $OUT/svc.log &
 for i in $(seq 50); do $B/gpuaesd --socket-dir $D --status 2>/dev/null | grep -q "spare: .* [1-9][0-9]* ready" && break; sleep 0.1; done
+# a lone job's round trip (s28-c: 86 us for 16 B, before the AES-NI key schedule of 74b0606)
+echo "--- rtt" >> $OUT/svc.log
+for len in 16 65536; do timeout 60 $B/bench/service_rtt --service $B/gpuaesd --dir $D --len $len --jobs 2000 --rounds 3 \
+  | tee -a $OUT/service-ab.txt; done
 EB="$B/bench/evp_bench --sizes 64M --repeats 3 --min-time 0.3 --warmup 0.1 --provider-path $B --require-gpu --seed 1 --dir enc --threads 1"
 for c in AES-128-CTR AES-256-ECB AES-256-GCM; do
   echo "--- $c" >> $OUT/svc.log
