@@ -281,7 +281,6 @@ static int fused_ready(gcm_ctx *c)
     return c->g.fused.ready;
 }
 
-
 /* Whole blocks on the CPU from our counter: one stitched pass folded into Y
  * (the segment closed first: it holds whole blocks here), or AES-CTR with
  * the ciphertext into the segment (decrypting: before in place overwrites it). */
