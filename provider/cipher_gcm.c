@@ -513,8 +513,9 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
             c->msg = MSG_FALLBACK;
             return fb_update_timed(c, out, outl, outsize, in, inl);
         }
-        /* fall through: the first data of a message on gpuaes's engine */
-        asked = 1;                    /* dispatch chose the GPU for this update just now */
+        /* the first data of a message on gpuaes's engine: dispatch chose the
+         * GPU for it just now */
+        asked = 1;
         break;
     case MSG_GPU:
         break;
