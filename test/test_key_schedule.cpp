@@ -1,6 +1,6 @@
 // test_key_schedule.cpp - the GPU layer's AES key schedules (cuda/key_schedule.cpp),
-// host only: gpuaes_key_new (AES-NI for 128- and 256-bit keys where the CPU has
-// it) against the portable schedule, word for word, encryption and decryption
+// host only: gpuaes_key_new (AES-NI where the CPU has it) against the portable
+// schedule, word for word, encryption and decryption
 // (equivalent inverse cipher), on random keys of every size; and both against
 // FIPS-197's Appendix A expansions (the first and last words of w[]).
 #include <cstdio>
