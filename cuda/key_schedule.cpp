@@ -150,19 +150,15 @@ __attribute__((target("aes,sse2"))) void expand_aesni_192(const unsigned char *k
         secure_wipe(bytes, sizeof bytes);
     }
     secure_wipe(w, sizeof w);
-    a = b = t = u = _mm_setzero_si128();
 }
 
+// 128- and 256-bit keys: a round key a step (256: two, from a and b in turn).
 __attribute__((target("aes,sse2"))) void expand_aesni(const unsigned char *key, int nk, gpuaes_key *k)
 {
     const int nr = nk + 6;
     __m128i rk[15], a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(key)), b, t;
     unsigned char bytes[16];
 
-    if (nk == 6) {
-        expand_aesni_192(key, k);
-        return;
-    }
     rk[0] = a;
     if (nk == 4) { // the rcon of each step is an immediate operand
 #define GPUAES_K128(i, rcon) \
@@ -191,7 +187,6 @@ __attribute__((target("aes,sse2"))) void expand_aesni(const unsigned char *key, 
     }
     secure_wipe(bytes, sizeof bytes);
     secure_wipe(rk, sizeof rk);
-    a = b = t = _mm_setzero_si128();
 }
 
 bool have_aesni()
@@ -219,7 +214,10 @@ extern "C" gpuaes_key *gpuaes_key_new(const unsigned char *key, size_t keylen)
     k->rounds = nk + 6;
 #ifdef GPUAES_KEY_AESNI
     if (have_aesni()) {
-        expand_aesni(key, nk, k);
+        if (nk == 6)
+            expand_aesni_192(key, k);
+        else
+            expand_aesni(key, nk, k);
         return k;
     }
 #endif
