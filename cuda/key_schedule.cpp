@@ -5,7 +5,7 @@
 // bytes and no branch depends on them.  With AES-NI (x86-64), the keys take
 // AESKEYGENASSIST and AESIMC; otherwise SubWord computes the
 // S-box arithmetically (inverse as x^254 with a branch-free GF(2^8) multiply,
-// then the affine map) and InvMixColumns uses the same multiply: 10-14 us a
+// then the affine map) and InvMixColumns uses the same multiply: 5-14 us a
 // key, which gpuaesd paid for every job.  test_key_schedule holds the two to
 // each other and to FIPS-197's examples.
 #include <cstdlib>
@@ -100,7 +100,7 @@ void expand_portable(const unsigned char *key, int nk, gpuaes_key *k)
 #define GPUAES_KEY_AESNI 1
 
 // The same with AES-NI (AESKEYGENASSIST's SubWord and AESIMC's InvMixColumns
-// in hardware: constant time, ~0.2 us instead of 10-14 us a key on the CPU
+// in hardware: constant time, ~0.2 us instead of 5-14 us a key on the CPU
 // machine), for every key size; a round key's 16 bytes become four
 // big-endian words, as the portable schedule's.  gpuaesd makes a schedule
 // for every job (its pieces, keystream fills), so this is on its path.
