@@ -103,6 +103,13 @@ gpuaes_test(NAME bad_input_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 120)
 gpuaes_test(NAME fork_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_fork> --gpu
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 120)
+# GCM messages on gpuaes's engine through the service, their CPU runs in the
+# stitched pass (gcm_fused.c; from 16 bytes: the emulated module's hook):
+# updates of 4 KiB and more to the service's GPU, the rest on the CPU.
+gpuaes_test(NAME diff_service_fused_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu --fused
+  --threads 2 --iterations 20 --max-bytes 1M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=4096
+  GPUAES_SERVICE_TIMEOUT_MS=10000 ${_svc_small} GPUAES_TEST_FUSED_MIN=16 TIMEOUT 120)
 # CTR jobs copied in and out like the other modes (service_ctr_keystream off).
 gpuaes_test(NAME diff_service_ctrcopy_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
   --threads 4 --iterations 8 --max-bytes 3M
