@@ -204,14 +204,24 @@ bool have_aesni()
 
 } // namespace
 
-extern "C" gpuaes_key *gpuaes_key_new(const unsigned char *key, size_t keylen)
+namespace {
+
+// A zeroed key of keylen's rounds, or nullptr for a bad key or no memory.
+gpuaes_key *key_alloc(const unsigned char *key, size_t keylen)
 {
     if (key == nullptr || (keylen != 16 && keylen != 24 && keylen != 32)) return nullptr;
     gpuaes_key *k = static_cast<gpuaes_key *>(std::calloc(1, sizeof(gpuaes_key)));
-    if (k == nullptr) return nullptr;
+    if (k != nullptr) k->rounds = (int)(keylen / 4) + 6;
+    return k;
+}
 
+} // namespace
+
+extern "C" gpuaes_key *gpuaes_key_new(const unsigned char *key, size_t keylen)
+{
+    gpuaes_key *k = key_alloc(key, keylen);
+    if (k == nullptr) return nullptr;
     const int nk = (int)(keylen / 4);
-    k->rounds = nk + 6;
 #ifdef GPUAES_KEY_AESNI
     if (have_aesni()) {
         if (nk == 6)
@@ -225,14 +235,11 @@ extern "C" gpuaes_key *gpuaes_key_new(const unsigned char *key, size_t keylen)
     return k;
 }
 
-// For test_key_schedule: the portable schedule whatever the CPU has.
+// For test_key_schedule and key_schedule_bench: the portable schedule whatever the CPU has.
 extern "C" gpuaes_key *gpuaes_key_new_portable(const unsigned char *key, size_t keylen)
 {
-    if (key == nullptr || (keylen != 16 && keylen != 24 && keylen != 32)) return nullptr;
-    gpuaes_key *k = static_cast<gpuaes_key *>(std::calloc(1, sizeof(gpuaes_key)));
-    if (k == nullptr) return nullptr;
-    k->rounds = (int)(keylen / 4) + 6;
-    expand_portable(key, (int)(keylen / 4), k);
+    gpuaes_key *k = key_alloc(key, keylen);
+    if (k != nullptr) expand_portable(key, (int)(keylen / 4), k);
     return k;
 }
 

@@ -7,18 +7,18 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <openssl/rand.h>
-
 #include "aes_key.h"
+extern "C" {
+#include "testutil.h"
+}
 
-static int failures;
+// A failed check: the shared counter (testutil), with what differed.
 #define CHECK(c, ...)                                                      \
     do {                                                                   \
         if (!(c)) {                                                        \
-            std::printf("FAIL %s:%d: ", __FILE__, __LINE__);               \
             std::printf(__VA_ARGS__);                                      \
             std::printf("\n");                                             \
-            failures++;                                                    \
+            test_fail(__FILE__, __LINE__, #c);                             \
         }                                                                  \
     } while (0)
 
@@ -49,13 +49,14 @@ int main()
                                            0x08, 0xd7, 0x2d, 0x98, 0x10, 0xa3, 0x09, 0x14, 0xdf, 0xf4};
     int cases = 0;
 
+    test_seed(7);
     fips("A.1", k128, 16, 0xa0fafe17u, 0xb6630ca6u);
     fips("A.2", k192, 24, 0xfe0c91f7u, 0x01002202u);
     fips("A.3", k256, 32, 0x9ba35411u, 0x706c631eu);
     for (size_t len = 16; len <= 32; len += 8)
         for (int i = 0; i < 2000; ++i) {
             unsigned char key[32];
-            if (RAND_bytes(key, sizeof key) != 1) return 1;
+            test_rand_bytes(key, sizeof key);
             if (i == 0) std::memset(key, 0, sizeof key);
             if (i == 1) std::memset(key, 0xff, sizeof key);
             gpuaes_key *a = gpuaes_key_new(key, len), *p = gpuaes_key_new_portable(key, len);
@@ -70,6 +71,6 @@ int main()
             cases++;
         }
     CHECK(gpuaes_key_new(k128, 20) == nullptr && gpuaes_key_new(nullptr, 16) == nullptr, "a bad key was taken");
-    std::printf("test_key_schedule: %d random keys and FIPS-197 A.1-A.3, %d failures\n", cases, failures);
-    return failures == 0 ? 0 : 1;
+    std::printf("%d random keys and FIPS-197 A.1-A.3\n", cases);
+    return test_report("key_schedule");
 }
