@@ -47,7 +47,6 @@ typedef struct gpu_remote_settings {
     int disable_gpu;                   /* never start or connect */
     unsigned timeout_ms;               /* service_timeout_ms */
     size_t chunk;                      /* service_chunk */
-    size_t span_bytes;                 /* service_span_bytes */
     unsigned connect_wait_ms;          /* service_connect_wait_ms */
     int ctr_keystream;                 /* service_ctr_keystream */
 } gpu_remote_settings;

@@ -55,7 +55,6 @@ static struct {
     int disabled;
     unsigned timeout_ms;               /* a wait's bound: this + the bytes in flight at 1 GB/s */
     size_t chunk;                      /* service_chunk: a job's pieces */
-    size_t span;                       /* service_span_bytes: the slots they cycle through */
     unsigned first_wait_ms;            /* service_connect_wait_ms */
     int ctr_keystream;                 /* service_ctr_keystream: CTR jobs as keystream + XOR */
     _Atomic long long retry_at;        /* R_DOWN: no new start before (ms) */
@@ -69,7 +68,7 @@ static struct {
     char path[PATH_MAX];               /* gpuaesd, or "" (connect only) */
     char dir[108];                     /* GPUAES_SERVICE_DIR, or "" (the default) */
     char why[160];                     /* the last start's failure */
-} R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, R_IDLE, 0, 100, (size_t)4 << 20, SEGMENT, 3, 1, 0,
+} R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, R_IDLE, 0, 100, (size_t)4 << 20, 3, 1, 0,
         BACKOFF_MIN_MS, 0, { { 0 } }, 0, 0, { 0 }, 0, 0, "", "", "" };
 
 /* The published load (below, "The service's published load"). */
@@ -182,7 +181,6 @@ void gpu_remote_configure(const gpu_remote_settings *s)
     R.first_wait_ms = s->connect_wait_ms;
     R.ctr_keystream = s->ctr_keystream;
     R.chunk = s->chunk / 4096 * 4096 != 0 ? s->chunk / 4096 * 4096 : 4096;   /* slots page-aligned */
-    R.span = s->span_bytes;
     snprintf(R.dir, sizeof(R.dir), "%s", dir != NULL ? dir : "");
     find_service();
     pthread_atfork(at_fork_prepare, NULL, at_fork_child);
@@ -807,20 +805,6 @@ static int pipeline(pipe_state *ps)
     return 0;
 }
 
-/* How many slots of `chunk` a job's pieces cycle through: those in
- * service_span_bytes of the segment (at least two, so that one piece can be
- * copied while another is on the GPU; at most PIECES_MAX and the segment). */
-static size_t span_slots(size_t chunk, size_t segn)
-{
-    size_t w = R.span / chunk;
-
-    if (w < 2)
-        w = 2;
-    if (w > segn / chunk)
-        w = segn / chunk;
-    return w < PIECES_MAX ? w : PIECES_MAX;
-}
-
 static void remote_run(gpuaes_job *job)
 {
     pipe_state *ps;
@@ -850,7 +834,7 @@ static void remote_run(gpuaes_job *job)
     ps->chunk = ps->keystream && R.chunk >= 8192 ? R.chunk / 2 / 4096 * 4096 : R.chunk;
     if (ps->chunk > segn)
         ps->chunk = segn;
-    ps->w = span_slots(ps->chunk, segn);
+    ps->w = segn / ps->chunk < PIECES_MAX ? segn / ps->chunk : PIECES_MAX;
     memcpy(ps->next_iv, job->iv, 16);
     ps->t0 = remote_mono_ns();
     if (pipeline(ps) != 0) {

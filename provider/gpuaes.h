@@ -106,7 +106,6 @@ typedef struct gpuaes_prov {
     int gpu_backend;                       /* gpu_backend: gpu_backend_kind (gpu_backend.h) */
     int service_timeout_ms;                /* service_timeout_ms: a job's bound, plus 1 ms per MB */
     size_t service_chunk;                  /* service_chunk: the pieces a job goes to gpuaesd in */
-    size_t service_span_bytes;             /* service_span_bytes: the part of the segment they cycle through */
     int service_connect_wait_ms;           /* the first call's wait for a running service */
     int service_ctr_keystream;             /* CTR jobs through the service as keystream + XOR */
     gpuaes_gpu_settings gpu;               /* the GPU layer's knobs (gpuaes_gpu_configure) */

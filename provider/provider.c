@@ -451,8 +451,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     gpu_inprocess_configure(&prov->gpu);    /* before anything can use the GPU */
     gpu_backend_select((gpu_backend_kind)prov->gpu_backend,
                        &(gpu_remote_settings){ prov->gpu.disable_gpu, (unsigned)prov->service_timeout_ms,
-                                               prov->service_chunk, prov->service_span_bytes,
-                                               (unsigned)prov->service_connect_wait_ms,
+                                               prov->service_chunk, (unsigned)prov->service_connect_wait_ms,
                                                prov->service_ctr_keystream });
     ks_xor_init();
     if (!fallback_load(prov, in)) {

@@ -129,10 +129,6 @@ static const knob knobs[] = {
      * (gpu_remote.c): copy-in, service and copy-out of different pieces overlap. */
     SIZE_KNOB("service_chunk", "GPUAES_SERVICE_CHUNK", 64 * K_, 64 * K_ * K_, 8 * K_ * K_,
               PROV(service_chunk)),
-    /* Its pieces cycle through slots in this much of the connection's segment:
-     * less keeps the slots the DMA and the copies touch in the last-level cache. */
-    SIZE_KNOB("service_span_bytes", "GPUAES_SERVICE_SPAN_BYTES", 128 * K_, 64 * K_ * K_, 64 * K_ * K_,
-              PROV(service_span_bytes)),
     /* The call that starts the connection to a running service waits this
      * long for it (gpu_remote.c, remote_start). */
     COUNT_KNOB("service_connect_wait_ms", "GPUAES_SERVICE_CONNECT_WAIT_MS", 0, 1000, 3,

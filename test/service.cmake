@@ -115,13 +115,6 @@ gpuaes_test(NAME diff_service_ctrcopy_emu COMMAND ${_svc_run} served $<TARGET_FI
   --threads 4 --iterations 8 --max-bytes 3M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small}
   GPUAES_SERVICE_CTR_KEYSTREAM=0 TIMEOUT 120)
-# The pieces cycle through two slots of the segment (service_span_bytes at
-# its least, 128 KiB, over 64 KiB pieces): each slot is reused every other
-# piece, its copy out ended before the next copy in.
-gpuaes_test(NAME diff_service_span_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
-  --threads 4 --iterations 8 --max-bytes 3M
-  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small}
-  GPUAES_SERVICE_SPAN_BYTES=128K TIMEOUT 120)
 # Jobs on the socket, not the job ring (GPUAES_SERVICE_RING=0: the client asks for none).
 gpuaes_test(NAME diff_service_noring_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
   --threads 4 --iterations 8 --max-bytes 3M
