@@ -17,17 +17,20 @@ stop_svc() {
     [ -n "$p" ] && kill "$p"
     sleep 0.3
 }
-# gpu_checks: the GPU checks a session owes its last code: ctest -j16 in process, then the GPU tests
-# through the real gpuaesd (logs in $OUT/ctest-gpu.log, $OUT/ctest-service.log).
+# gpu_checks: the GPU checks a session owes its last code: ctest -j16 (the tests' backend is in process:
+# GPUAES_TEST_BACKEND, test/CMakeLists.txt), then the GPU tests through the real gpuaesd, the tests
+# configured with GPUAES_TEST_BACKEND=service for that pass (logs in $OUT/ctest-gpu.log, $OUT/ctest-service.log).
 gpu_checks() {
     ( cd "$B" && GPUAES_MODULE_DIR=$B timeout 230 ctest -j16 --timeout 200 > "$OUT/ctest-gpu.log" 2>&1
       echo "ctest rc=$?"; grep -E "tests passed|\*\*\*Failed|Timeout|Total Test" "$OUT/ctest-gpu.log" | head )
     local d; d=$(mktemp -d)/s
-    ( cd "$B" && GPUAES_GPU_BACKEND=service GPUAES_GPU_START_BYTES=0 GPUAES_SERVICE_PATH=$B/gpuaesd \
+    cmake -DGPUAES_TEST_BACKEND=service "$B" > /dev/null
+    ( cd "$B" && GPUAES_GPU_START_BYTES=0 GPUAES_SERVICE_PATH=$B/gpuaesd \
         GPUAES_SERVICE_DIR=$d GPUAES_SERVICE_TIMEOUT_MS=10000 timeout 200 ctest --output-on-failure \
         -R '^(keystream|keystream_tiny|ks_life_(jump|mixed|final|pool)|overlap_keystream_gpu|kat|diff|params|bad_input|gcm_ghash|tls|reinit|diff_gpu_migrate)$' \
         > "$OUT/ctest-service.log" 2>&1
       echo "service ctest rc=$?"; grep -E "tests passed|Failed" "$OUT/ctest-service.log"
       "$B/gpuaesd" --socket-dir "$d" --status >> "$OUT/ctest-service.log" 2>&1 )
+    cmake -DGPUAES_TEST_BACKEND=inprocess "$B" > /dev/null
     stop_svc "$d"
 }

@@ -1285,7 +1285,7 @@ def main():
                          "processes-long,fresh-warm,fresh-cold (issue 22)")
     ap.add_argument("--backend", choices=["inprocess", "service"],
                     help="gpuaes's GPU backend (GPUAES_GPU_BACKEND for every process; default: the environment's, "
-                         "else inprocess). service: gpuaesd (BUILD/gpuaesd, or GPUAES_SERVICE_PATH) on a private "
+                         "else service, gpuaes's own default). service: gpuaesd (BUILD/gpuaesd, or GPUAES_SERVICE_PATH) on a private "
                          "socket directory under the run's temporary directory, stopped at the end")
     ap.add_argument("--max-seconds", type=float,
                     help="no measurement starts, and a running evp_bench stops, after this many seconds "
@@ -1386,7 +1386,7 @@ def main():
     env_backend = os.environ.get("GPUAES_GPU_BACKEND", "").strip().lower()
     a.backend_given = a.backend is not None
     if a.backend is None:
-        a.backend = "service" if env_backend == "service" else "inprocess"
+        a.backend = "inprocess" if env_backend == "inprocess" else "service"
 
     a.build_dir = os.path.abspath(a.build_dir)
     a.evp_bench = os.path.join(a.build_dir, "bench", "evp_bench")
@@ -1427,8 +1427,7 @@ def main():
     a.tmp = tempfile.mkdtemp(prefix="gpuaes-load-")
     a.cleanup = [a.tmp]
     # The backend reaches every process through the environment (the default provider's arm ignores it).
-    if a.backend_given:
-        os.environ["GPUAES_GPU_BACKEND"] = a.backend
+    os.environ["GPUAES_GPU_BACKEND"] = a.backend
     if a.backend == "service":
         a.svc_dir = os.path.join(a.tmp, "svc")
         os.mkdir(a.svc_dir, 0o700)

@@ -118,11 +118,12 @@ static const knob knobs[] = {
     BOOL_KNOB("disable_gpu", "GPUAES_DISABLE_GPU", 0, GPU(disable_gpu)),
     { "gpu_cpu_share", "GPUAES_GPU_CPU_SHARE", KNOB_ENUM, CPU_SHARE_OFF, CPU_SHARE_ALL,
       CPU_SHARE_CTR, NULL, share_names, PROV(cpu_share) },
-    /* docs/SERVICE.md, "Step 2": jobs through gpuaesd instead of CUDA in the
-     * process.  A job the service does not answer within service_timeout_ms
-     * plus 1 ms per MB (1 GB/s, far below the GPU's rate) completes on the CPU. */
+    /* docs/SERVICE.md: jobs through gpuaesd (the default: no CUDA in
+     * applications), or CUDA in the process.  A job the service does not
+     * answer within service_timeout_ms plus 1 ms per MB (1 GB/s, far below the
+     * GPU's rate) completes on the CPU. */
     { "gpu_backend", "GPUAES_GPU_BACKEND", KNOB_ENUM, GPU_BACKEND_INPROCESS, GPU_BACKEND_SERVICE,
-      GPU_BACKEND_INPROCESS, NULL, backend_names, PROV(gpu_backend) },
+      GPU_BACKEND_SERVICE, NULL, backend_names, PROV(gpu_backend) },
     COUNT_KNOB("service_timeout_ms", "GPUAES_SERVICE_TIMEOUT_MS", 1, 600000, 100,
                PROV(service_timeout_ms)),
     /* A job goes to the service in pieces of this size, pipelined

@@ -136,7 +136,7 @@ static const struct {
     { "copy_part", "GPUAES_COPY_PART", "0x", "256K" },
     { "copy_stream", "GPUAES_COPY_STREAM", "+1", "on" },
     { "gpu_memory_max", "GPUAES_GPU_MEMORY_MAX", "1T", "unlimited" },     /* K, M or G only */
-    { "gpu_backend", "GPUAES_GPU_BACKEND", "cuda", "inprocess" },
+    { "gpu_backend", "GPUAES_GPU_BACKEND", "cuda", "service" },
     { "service_timeout_ms", "GPUAES_SERVICE_TIMEOUT_MS", "0", "100" },
 };
 #define NKNOBS (sizeof(knob_defaults) / sizeof(knob_defaults[0]))
@@ -253,10 +253,11 @@ static void test_bools(void)
     }
     unsetenv("GPUAES_KEYSTREAM");
 
-    /* The GPU layer's share reaches it: the emulator honours disable_gpu. */
+    /* The GPU layer's share reaches it: the emulator (in process) honours disable_gpu. */
     {
         loaded l;
 
+        setenv("GPUAES_GPU_BACKEND", "inprocess", 1);
         setenv("GPUAES_DISABLE_GPU", "Yes", 1);
         if (load(&l, NULL))
             CHECKF(l.gpu_available == 0 && has_setting(&l, "disable_gpu", "on"),
@@ -268,6 +269,7 @@ static void test_bools(void)
                    "GPUAES_DISABLE_GPU=nope: gpu-available %d, errors %s", l.gpu_available, l.errors);
         unload(&l);
         unsetenv("GPUAES_DISABLE_GPU");
+        unsetenv("GPUAES_GPU_BACKEND");
     }
     printf("ok  booleans: 0/1, off/on, no/yes, false/true in any case; others refused\n");
 }
@@ -412,11 +414,11 @@ static void test_cnf(void)
 }
 
 /* gpu_start_bytes: its default depends on the backend (in process 2 GiB, with
- * the service 8 MiB); a value set wins with either. */
+ * the service, the default backend, 8 MiB); a value set wins with either. */
 static void test_start_bytes(void)
 {
     static const struct { const char *backend, *set, *want; } cases[] = {
-        { NULL, NULL, "2048M" }, { "inprocess", NULL, "2048M" }, { "service", NULL, "8M" },
+        { NULL, NULL, "8M" }, { "inprocess", NULL, "2048M" }, { "service", NULL, "8M" },
         { "service", "1M", "1M" }, { "inprocess", "1M", "1M" }, { "service", "4G", "4096M" },
     };
 
