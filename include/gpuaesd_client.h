@@ -40,6 +40,14 @@ typedef struct gpuaesd_conn gpuaesd_conn;
 gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_t seg_size,
                               int timeout_ms, char *err, size_t errn);
 
+/*
+ * on = 1: every connect, start and wait of this library, in any thread, gives
+ * up within 10 ms (as at its deadline), until on = 0.  For a module that goes
+ * (the provider's unload, an application's exit): its threads that start or
+ * dial the service end at once, not at their deadline.
+ */
+void gpuaesd_client_abort(int on);
+
 /* The segment, mapped here and in the service. */
 unsigned char *gpuaesd_segment(gpuaesd_conn *c, size_t *size);
 

@@ -13,7 +13,7 @@
  * service reported done); every connection is then dropped and a new start
  * tried after a back-off.  Keystream windows: remote_keystream.c.
  */
-#define _GNU_SOURCE                    /* dladdr */
+#define _GNU_SOURCE                    /* dladdr, secure_getenv */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -144,7 +144,7 @@ static void at_fork_child(void)
  * or where `cmake --install` put it; GPUAES_SERVICE_PATH wins. */
 static void find_service(void)
 {
-    const char *env = getenv("GPUAES_SERVICE_PATH");
+    const char *env = secure_getenv("GPUAES_SERVICE_PATH");
     Dl_info info;
 
     if (env != NULL) {
@@ -174,7 +174,7 @@ static void find_service(void)
 
 void gpu_remote_configure(const gpu_remote_settings *s)
 {
-    const char *dir = getenv("GPUAES_SERVICE_DIR");
+    const char *dir = secure_getenv("GPUAES_SERVICE_DIR");
 
     R.disabled = s->disable_gpu;
     R.timeout_ms = s->timeout_ms;
@@ -872,11 +872,15 @@ static void remote_key_free(gpuaes_key *key)
     OPENSSL_clear_free(key, sizeof(remote_key));
 }
 
-/* The last provider instance goes: no job runs.  The start thread is
- * joined (bounded by START_MS) before the module can be unloaded. */
+/* The last provider instance goes: no job runs.  The start thread and the
+ * keystream connection's dial are joined before the module can be unloaded;
+ * they give up at once (gpuaesd_client_abort), so that an application that
+ * exits while gpuaesd starts, or while one that is stopped does not answer,
+ * does not wait for their deadlines. */
 static void remote_shutdown(void)
 {
     gpuaes_debug("service backend: shutting down");
+    gpuaesd_client_abort(1);
     pthread_mutex_lock(&R.mu);
     while (atomic_load(&R.state) == R_STARTING)
         pthread_cond_wait(&R.cv, &R.mu);
@@ -892,6 +896,7 @@ static void remote_shutdown(void)
     load_adopt(NULL);                  /* no decision runs now */
     pthread_mutex_unlock(&R.mu);
     remote_ks_shutdown();
+    gpuaesd_client_abort(0);
     gpuaes_host_copy_stop();           /* the copy threads: none may run once the module goes */
     gpuaes_debug("service backend: shut down");
 }

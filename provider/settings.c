@@ -1,4 +1,4 @@
-#define _POSIX_C_SOURCE 200809L  /* strcasecmp */
+#define _GNU_SOURCE              /* secure_getenv */
 /*
  * settings.c - knobs: one table, one parser.  Every knob has an openssl.cnf
  * name (provider section) and an environment name (the variable wins).  A
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/auxv.h>
 #include <openssl/err.h>
 #include <openssl/params.h>
 #include <openssl/proverr.h>
@@ -338,7 +339,7 @@ static void knob_load_one(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_
                           const knob *k)
 {
     char *cnf = cnf_value(prov, core_get_params, k->cnf), bc[96], be[96];
-    const char *env = getenv(k->env), *why_c = NULL, *why_e = NULL;
+    const char *env = secure_getenv(k->env), *why_c = NULL, *why_e = NULL;
     const char *cnf_name = k->cnf, *env_name = k->env;
     uint64_t vc = 0, ve = 0, v = k->def;
     int cnf_ok = 0, env_ok = 0;
@@ -350,7 +351,7 @@ static void knob_load_one(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_
             continue;
         if (cnf == NULL && (cnf = cnf_value(prov, core_get_params, aliases[i].old_cnf)) != NULL)
             cnf_name = aliases[i].old_cnf;
-        if (env == NULL && (env = getenv(aliases[i].old_env)) != NULL) {
+        if (env == NULL && (env = secure_getenv(aliases[i].old_env)) != NULL) {
             if (*env == '\0')
                 env = NULL;
             else
@@ -376,6 +377,13 @@ void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_par
 {
     for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
         knob_load_one(prov, core_get_params, &knobs[i]);
+    /* A process with privileges its caller lacks (setuid, setgid, file
+     * capabilities: AT_SECURE) has an environment its caller wrote: it takes
+     * no knob from it (secure_getenv, as OpenSSL treats its own variables)
+     * and starts nothing, neither a gpuaesd with its privileges nor CUDA in
+     * it.  Everything runs on the default provider. */
+    if (getauxval(AT_SECURE) != 0)
+        prov->gpu.disable_gpu = 1;
 
     /* In process, 2 GiB: a quarter of a second of one AES-NI core, about the
      * GPU start-up's own length: a process that ends sooner would only wait

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,19 @@ static int64_t now_ms(void)
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* gpuaesd_client_abort: while set, every wait here gives up within 10 ms. */
+static atomic_int g_abort;
+
+void gpuaesd_client_abort(int on)
+{
+    atomic_store(&g_abort, on);
+}
+
+static int aborted(void)
+{
+    return atomic_load_explicit(&g_abort, memory_order_relaxed);
+}
+
 static void nap_ms(long ms)
 {
     struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
@@ -91,7 +105,7 @@ static int dial_until(const char *dir, int64_t deadline)
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
             return fd;
         close(fd);
-        if ((errno != EAGAIN && errno != EINTR) || now_ms() >= deadline)
+        if ((errno != EAGAIN && errno != EINTR) || now_ms() >= deadline || aborted())
             return -1;
         nap_ms(1);
     }
@@ -105,9 +119,9 @@ static int wait_fd(int fd, short ev, int64_t deadline)
         struct pollfd p = { fd, ev, 0 };
         int r;
 
-        if (left <= 0)
+        if (left <= 0 || aborted())
             return -1;
-        r = poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+        r = poll(&p, 1, left > 10 ? 10 : (int)left);   /* slices: gpuaesd_client_abort */
         if (r > 0)
             return 0;
         if (r < 0 && errno != EINTR)
@@ -253,8 +267,8 @@ static int start_service(const char *path, const char *dir, int64_t deadline)
             return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
         if (w < 0 && errno != EINTR)
             return errno == ECHILD ? 0 : -1;
-        if (now_ms() >= deadline)
-            return -1;
+        if (now_ms() >= deadline || aborted())
+            return -1;             /* given up: that process, if it ends later, is reaped at our exit */
         nap_ms(1);
     }
 }
@@ -286,7 +300,7 @@ static int make_segment(gpuaesd_conn *c, size_t n)
  * for the GPU machine).  Closes mfd. */
 static int populate(void)
 {
-    const char *e = getenv("GPUAESD_POPULATE");
+    const char *e = secure_getenv("GPUAESD_POPULATE");
 
     return e != NULL && strcmp(e, "1") == 0;
 }
@@ -343,7 +357,7 @@ static int say_hello(gpuaesd_conn *c, const gpuaesd_hello *h, int mfd, gpuaesd_h
 /* GPUAES_SERVICE_RING=0: jobs over the socket (A/B measurements). */
 static int want_ring(void)
 {
-    const char *e = getenv("GPUAES_SERVICE_RING");
+    const char *e = secure_getenv("GPUAES_SERVICE_RING");
 
     return e == NULL || strcmp(e, "0") != 0;
 }
@@ -371,7 +385,7 @@ static int dial_or_start(const char *dir, const char *service, int64_t deadline)
     if (fd < 0 && service != NULL && start_service(service, dir, deadline) == 0) {
         /* Ours listens now; but if another starter's service won the lock,
          * it may bind a moment after ours gave way. */
-        while ((fd = dial_until(dir, deadline)) < 0 && now_ms() < deadline)
+        while ((fd = dial_until(dir, deadline)) < 0 && now_ms() < deadline && !aborted())
             nap_ms(5);
     }
     return fd;
@@ -415,7 +429,7 @@ gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_
             return NULL;
         }
         rc = say_hello(c, &h, -1, &r, fds, deadline);
-        if (rc != HELLO_HUNG_UP || now_ms() >= deadline)
+        if (rc != HELLO_HUNG_UP || now_ms() >= deadline || aborted())
             break;
         close(c->fd);
         nap_ms(5);

@@ -4,7 +4,7 @@
  * mode, or a symbolic link, is refused, never repaired: someone else may
  * have made it to catch our keys.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE              /* secure_getenv */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 
 int gpuaesd_default_dir(char *buf, size_t n)
 {
-    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
     int w;
 
     if (xdg != NULL && xdg[0] == '/')

@@ -196,6 +196,10 @@ gpuaes_test(NAME reinit_gcm_default_gpu COMMAND test_reinit --gpu --gcm-default 
 # shows that disable_gpu reaches it.
 gpuaes_test_program(test_settings test_settings.c)
 gpuaes_test(NAME settings COMMAND test_settings TIMEOUT 120 MODULE_DIR ${CMAKE_BINARY_DIR}/emu)
+# A setuid process takes no knob from its environment and spawns no gpuaesd
+# (root only: a setuid-nobody copy of the test; 77 elsewhere).
+gpuaes_test_program(test_secure_env test_secure_env.c)
+gpuaes_test(NAME secure_env COMMAND test_secure_env TIMEOUT 60 MODULE_DIR ${CMAKE_BINARY_DIR}/emu)
 
 # What gpuaes assumes about the default provider (provider/fallback_assumptions.h):
 # every check against this libcrypto, through gpuaes's own loader (fallback.c)

@@ -153,6 +153,10 @@ gpuaes_test(NAME kat_service_nogcm_emu COMMAND ${_svc_run} served $<TARGET_FILE:
 gpuaes_test(NAME service_list_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service_list.sh
   $<TARGET_FILE:gpuaesd_emu> ${CMAKE_BINARY_DIR}/emu
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "${_cli_env}" TIMEOUT 60)
+# A process that exits while the service it started does not answer yet
+# exits at once, not at the start's deadline.
+gpuaes_test(NAME service_exit_starting_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service_exit_starting.sh
+  ${CMAKE_BINARY_DIR}/emu LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "${_cli_env}" TIMEOUT 60)
 # The same with GPUAES_GPU_BACKEND unset: the service is gpuaes's default backend.
 gpuaes_test(NAME backend_default_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service_list.sh
   $<TARGET_FILE:gpuaesd_emu> ${CMAKE_BINARY_DIR}/emu default
