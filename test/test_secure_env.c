@@ -108,6 +108,7 @@ static int run(const char *exe, const char *mode, const char *mark)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* A copy of `from` at `to`, owned by nobody, with `mode`. */
 static int copy_file(const char *from, const char *to, mode_t mode)
 {
     char buf[65536];
@@ -126,7 +127,9 @@ static int copy_file(const char *from, const char *to, mode_t mode)
 
 int main(int argc, char **argv)
 {
-    char dir[] = "/tmp/gpuaes-secure-XXXXXX", exe[64], script[64], mark[64], sock[64];
+    char dir[] = "/tmp/gpuaes-secure-XXXXXX", exe[64], script[64], mark[64], sock[64], mdir[64];
+    char from[4096], to[128];
+    static const char *const modules[] = { "gpuaes.so", "gpuaes_gpu.so" };
     const char *mod = getenv("GPUAES_MODULE_DIR");
     FILE *f;
     int rc;
@@ -147,6 +150,19 @@ int main(int argc, char **argv)
     snprintf(script, sizeof(script), "%s/gpuaesd", dir);
     snprintf(mark, sizeof(mark), "%s/spawned", dir);
     snprintf(sock, sizeof(sock), "%s/s", dir);
+    snprintf(mdir, sizeof(mdir), "%s/mod", dir);
+    /* The modules beside the probe: nobody may not be able to read the build tree. */
+    if (mkdir(mdir, 0755) != 0)
+        return 1;
+    for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++) {
+        snprintf(from, sizeof(from), "%s/%s", mod, modules[i]);
+        snprintf(to, sizeof(to), "%s/%s", mdir, modules[i]);
+        if (!copy_file(from, to, 0644)) {
+            printf("FAIL: cannot copy %s: %s\n", from, strerror(errno));
+            return 1;
+        }
+    }
+    setenv("GPUAES_MODULE_DIR", mdir, 1);
     if (!copy_file("/proc/self/exe", exe, 04755) || (f = fopen(script, "w")) == NULL) {
         printf("FAIL: cannot set up %s: %s\n", dir, strerror(errno));
         return 1;
@@ -184,6 +200,11 @@ int main(int argc, char **argv)
     unlink(mark);
     unlink(script);
     unlink(exe);
+    for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++) {
+        snprintf(to, sizeof(to), "%s/%s", mdir, modules[i]);
+        unlink(to);
+    }
+    rmdir(mdir);
     rmdir(sock);
     rmdir(dir);
     if (rc == TEST_SKIP && test_failures == 0)
