@@ -43,6 +43,7 @@
 #include <openssl/provider.h>
 
 #include "bench_size.h"
+#include "bench_stats.h"
 
 #ifndef GPUAES_DEFAULT_MODULE_DIR
 #define GPUAES_DEFAULT_MODULE_DIR ""
@@ -486,18 +487,6 @@ static void prng_fill(prng *r, unsigned char *p, size_t n)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static void print_ossl_errors(const char *what)
 {
     unsigned long e;
@@ -937,8 +926,8 @@ static void run_row(const options *o, row *r, row_result *res)
         res->gpu_frac[p] = -1;
         if (!res->ok[p])
             continue;
-        res->gbps[p] = median(gbps[p], n_ok[p]);
-        res->cpu[p] = median(cpu[p], n_ok[p]);
+        res->gbps[p] = bench_median(gbps[p], n_ok[p]);
+        res->cpu[p] = bench_median(cpu[p], n_ok[p]);
         if (strcmp(o->prov[p], "gpuaes") == 0 && g_prov_gpuaes != NULL && tot_bytes[p] > 0) {
             uint64_t dummy;
             if (gpuaes_counter("gpu-bytes", &dummy))

@@ -24,24 +24,10 @@
 #include <openssl/provider.h>
 
 #include "bench_size.h"
+#include "bench_stats.h"
 
 #define BIG ((size_t)8 << 20)
 #define MAX_ROUNDS 101
-
-static double now(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
 
 static void die(const char *what)
 {
@@ -65,7 +51,7 @@ static EVP_CIPHER_CTX *start(EVP_CIPHER *c, unsigned char *buf)
 /* GB/s of n-byte updates for ~20 ms. */
 static double run(EVP_CIPHER_CTX *x, unsigned char *buf, size_t n)
 {
-    double t0 = now(), t;
+    double t0 = bench_mono_s(), t;
     long k = 0;
     int outl;
 
@@ -73,7 +59,7 @@ static double run(EVP_CIPHER_CTX *x, unsigned char *buf, size_t n)
         for (int i = 0; i < 8; i++, k++)
             if (!EVP_EncryptUpdate(x, buf, &outl, buf, (int)n))
                 die("update");
-        t = now() - t0;
+        t = bench_mono_s() - t0;
     } while (t < 0.02);
     return (double)k * (double)n / t / 1e9;
 }
@@ -125,7 +111,7 @@ int main(int argc, char **argv)
                 r[v][i] = run(x[v], buf, n);
             }
         for (int v = 0; v < 3; v++) {
-            qsort(r[v], (size_t)rounds, sizeof(double), cmp);
+            bench_sort(r[v], rounds);
             EVP_CIPHER_CTX_free(x[v]);
         }
         printf("%8zu %10.2f %10.2f %10.2f %10.3f\n", n, r[0][rounds / 2], r[1][rounds / 2], r[2][rounds / 2],

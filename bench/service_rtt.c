@@ -17,22 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_stats.h"
 #include "gpuaesd_client.h"
-
-static double now_s(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
 
 static void request(gpuaesd_job_req *r, size_t len)
 {
@@ -48,7 +34,7 @@ static double run(gpuaesd_conn *c, size_t len, int n, unsigned k)
     gpuaesd_job_req r;
     gpuaesd_job_reply rep;
     int posted = 0, done = 0;
-    double t0 = now_s();
+    double t0 = bench_mono_s();
 
     while (done < n) {
         while (posted < n && gpuaesd_inflight(c) < k) {
@@ -61,7 +47,7 @@ static double run(gpuaesd_conn *c, size_t len, int n, unsigned k)
             return -1;
         done++;
     }
-    return now_s() - t0;
+    return bench_mono_s() - t0;
 }
 
 int main(int argc, char **argv)
@@ -116,8 +102,8 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    qsort(one, (size_t)rounds, sizeof(double), cmp_double);
-    qsort(many, (size_t)rounds, sizeof(double), cmp_double);
+    bench_sort(one, rounds);
+    bench_sort(many, rounds);
     printf("service_rtt len %zu: one at a time %.2f us per job, %u in flight %.2f us per job "
            "(medians of %d rounds; %s)\n", len, one[rounds / 2], inflight, many[rounds / 2], rounds, dir);
     gpuaesd_close(c);

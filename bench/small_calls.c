@@ -46,6 +46,7 @@
 #include <openssl/rand.h>
 
 #include "bench_size.h"
+#include "bench_stats.h"
 
 #ifndef GPUAES_DEFAULT_MODULE_DIR
 #define GPUAES_DEFAULT_MODULE_DIR ""
@@ -220,19 +221,6 @@ static __attribute__((noinline)) void count_gpuaes(runner *r, long n)
             die(PATTERNS[r->pattern].name);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void usage(void)
 {
     fprintf(stderr,
@@ -356,7 +344,7 @@ int main(int argc, char **argv)
                 }
             }
             for (int k = 0; k < 2; k++)
-                med[k] = median(ns[k], rounds);
+                med[k] = bench_median(ns[k], rounds);
             printf("%-8s %6zu %12.1f %12.1f %15.3f\n", PATTERNS[p].name, sizes[s], med[0], med[1],
                    med[0] / med[1]);
             fflush(stdout);

@@ -36,19 +36,13 @@
 #include <openssl/provider.h>
 #include <openssl/ssl.h>
 
+#include "bench_stats.h"
+
 static void die(const char *what)
 {
     fprintf(stderr, "tls_client: %s\n", what);
     ERR_print_errors_fp(stderr);
     exit(1);
-}
-
-static double now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static struct addrinfo *target;
@@ -205,19 +199,19 @@ int main(int argc, char **argv)
     if (handshakes) {
         long long n = 0;
 
-        t0 = now();
+        t0 = bench_mono_s();
         do {
             int fd;
             SSL *ssl = handshake(ctx, suite, &fd);
 
             close_conn(ssl, fd);
             n++;
-        } while ((t = now()) - t0 < seconds);
+        } while ((t = bench_mono_s()) - t0 < seconds);
         printf("handshakes=%lld seconds=%.4f per_s=%.1f\n", n, t - t0, (double)n / (t - t0));
     } else {
         unsigned long long bytes = 0, fetches = 0;
 
-        t0 = now();
+        t0 = bench_mono_s();
         do {
             size_t got = fetch(ctx, suite, path);
 
@@ -227,7 +221,7 @@ int main(int argc, char **argv)
             }
             bytes += got;
             fetches++;
-        } while ((t = now()) - t0 < seconds);
+        } while ((t = bench_mono_s()) - t0 < seconds);
         printf("bytes=%llu fetches=%llu seconds=%.4f mb_s=%.1f\n", bytes, fetches, t - t0,
                (double)bytes / 1e6 / (t - t0));
     }
