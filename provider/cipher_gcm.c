@@ -412,35 +412,6 @@ static int fb_update_counted(gcm_ctx *c, unsigned char *out, size_t *outl, size_
     return 1;
 }
 
-/*
- * The dispatcher's first CPU estimate for GCM, measured aside: a message's
- * first data decides its engine for the whole message, so "an unknown CPU
- * rate goes to the CPU" would leave a whole message there (on the H200, a
- * lone thread's 64 MiB GCM stream at 1.0x instead of 5x).  The default
- * provider encrypts a scratch buffer (touched first, timed the second time)
- * in a context of its own: ~50 us, once per key size and process.
- */
-static __attribute__((noinline, cold)) void measure_cpu(const gcm_ctx *c)
-{
-    static const unsigned char key[32], iv[12];
-    size_t n = 4 * DISPATCH_SAMPLE, outl;
-    unsigned char *buf = OPENSSL_zalloc(n);
-    void *fc = c->fb->newctx(c->prov->fallback_provctx);
-    uint64_t t0 = 0;
-    int ok = buf != NULL && fc != NULL;
-
-    for (int i = 0; ok && i < 2; i++) {
-        t0 = dispatch_now_ns();
-        ok = c->fb->einit(fc, key, c->var->keylen, iv, sizeof(iv), NULL)
-             && c->fb->update(fc, buf, &outl, n, buf, n);
-    }
-    if (ok)
-        dispatch_cpu_done(OFFLOAD_GCM, c->var->keylen, n, dispatch_now_ns() - t0);
-    if (fc != NULL)
-        c->fb->freectx(fc);
-    OPENSSL_clear_free(buf, n);
-}
-
 static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *out, size_t *outl,
                                                    size_t outsize, const unsigned char *in,
                                                    size_t inl)
@@ -487,7 +458,7 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
         break;
     case MSG_UNDECIDED:
         if (inl >= c->prov->offload_min[OFFLOAD_GCM] && dispatch_cpu_claim(OFFLOAD_GCM, c->var->keylen))
-            measure_cpu(c);
+            offload_measure_cpu(c->prov, c->fb, OFFLOAD_GCM, c->var->keylen, 12, 1);
         /* fall through */
         /* (Its AAD: gcm_update, update_undecided; an empty one without
          * input comes here and decides nothing.)  The first data decides; the

@@ -57,13 +57,15 @@
  * began making large calls less than RAMP_NS ago: the first of a burst may,
  * the rest start on the CPU, and a lone thread is never held.
  *
- * An estimate not yet measured is measured: an unknown CPU rate sends the
- * call to the CPU (a GCM message start measures it first instead:
- * dispatch_cpu_claim), an unknown GPU rate to the GPU.  The path that loses is
- * tried again ("explored") by time, not by call count, either way: once its
- * estimate is EXPLORE_MIN_NS old and either older than the kind's explore
- * gap or sampled under a load (threads making large calls) at least twice
- * or half today's (and twice as old as the last explore call took).  One thread explores at a time (a CAS on the estimate's
+ * An estimate not yet measured is measured: the CPU's aside, by the first
+ * caller that needs it (dispatch_cpu_claim, offload_measure_cpu; should
+ * that fail, the call goes to the CPU), the GPU's by sending the call there.
+ * The path that loses is tried again ("explored") by time, not by call
+ * count, either way: once its estimate is EXPLORE_MIN_NS old and either
+ * older than the kind's explore gap or sampled under a load (threads making
+ * large calls) at least twice or half today's (and twice as old as the last
+ * explore call took); and, the load unchanged, EXPLORE_COST times as old as
+ * the loser's estimate of the call takes.  One thread explores at a time (a CAS on the estimate's
  * time).  An explore sample FAR off its estimate replaces it (a fresh look
  * at a stale estimate); one that agrees doubles the gap (EXPLORE_MIN_NS ..
  * EXPLORE_MAX_NS, and at least EXPLORE_COST times the explore call's own
@@ -303,19 +305,25 @@ static uint64_t per_byte(uint64_t ns, size_t len)
 }
 
 /*
- * Is e, the estimate of the path about to lose, due a new look?  Claims it
- * (its time set to now) so that other threads do not look too.
+ * Is e, the estimate of the path about to lose, due a new look at a call of
+ * len bytes?  Claims it (its time set to now) so that other threads do not
+ * look too.
  */
-static int explore_due(offload_kind kind, estimate *e, uint64_t now, unsigned active)
+static int explore_due(offload_kind kind, estimate *e, uint64_t now, unsigned active, size_t len)
 {
-    uint64_t at = load_u64(&e->at);
+    uint64_t at = load_u64(&e->at), cost = (load_u64(&e->ns) * (uint64_t)len) >> FIX;
+    int changed = load_changed(atomic_load_explicit(&e->load, memory_order_relaxed), active);
 
     if (at >= now || now - at < EXPLORE_MIN_NS)
         return 0;
+    /* The first look too costs at most 1/EXPLORE_COST of the time, by the
+     * loser's own estimate of this call, unless the load changed: a fresh
+     * process on the H200 sent its 8th 64 MiB CTR call to the CPU 20 ms in
+     * (16 ms instead of 2.5; bench/results/2026-11-27-h200/s31-b). */
+    if (!changed && now - at < EXPLORE_COST * cost)
+        return 0;
     /* A load that keeps changing costs at most a third of the time. */
-    if (now - at < load_u64(&explore_gap[kind])
-        && (now - at < 2 * load_u64(&explore_ns[kind])
-            || !load_changed(atomic_load_explicit(&e->load, memory_order_relaxed), active)))
+    if (now - at < load_u64(&explore_gap[kind]) && (now - at < 2 * load_u64(&explore_ns[kind]) || !changed))
         return 0;
     return atomic_compare_exchange_strong_explicit(&e->at, &at, now, memory_order_relaxed,
                                                    memory_order_relaxed);
@@ -387,7 +395,7 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
          * CPU for GCM: a message's first data would put the whole message on
          * the default provider (its CPU calls are sampled anyway whenever the
          * GPU loses). */
-        if ((!go || kind != OFFLOAD_GCM) && explore_due(kind, go ? ce : ge, now, active)) {
+        if ((!go || kind != OFFLOAD_GCM) && explore_due(kind, go ? ce : ge, now, active, len)) {
             go = !go;
             exploring = (int)kind * 2 + go;
         }

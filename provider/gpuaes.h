@@ -173,6 +173,11 @@ uint64_t dispatch_backoffs(void);
  * now (none yet, none claimed): it times a sample and reports it with
  * dispatch_cpu_done.  For GCM, whose message start commits the message. */
 int dispatch_cpu_claim(offload_kind kind, size_t keylen);
+/* offload.c: that sample, measured aside, so that no caller's large update
+ * waits on the CPU to measure it: the fallback runs a scratch buffer in a
+ * context of its own (enc, ivlen: as the variant's calls). */
+void offload_measure_cpu(const gpuaes_prov *prov, const fallback_cipher *fb, offload_kind kind,
+                          size_t keylen, size_t ivlen, int enc);
 #ifdef GPUAES_TEST_HOOKS
 /* Model tests (test/test_dispatch_model.c): nonzero, the time dispatch sees;
  * the usable cores in force (set > 0: replaced). */

@@ -53,6 +53,40 @@ int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t keylen, si
         && offload_possible(kind) && dispatch_to_gpu(prov, kind, keylen, len);
 }
 
+/*
+ * The dispatcher's first CPU estimate of a kind and key size
+ * (dispatch_cpu_claim), measured aside.  "An unknown CPU rate goes to the
+ * CPU" put a fresh process's first large call there whole: on the H200
+ * through gpuaesd, a 64 MiB CTR call took 17-22 ms instead of ~3
+ * (bench/results/2026-11-27-h200/s31-b), and a GCM message's first data
+ * decides its engine for the whole message.  A scratch buffer in a context
+ * of the fallback's own, touched first and timed the second time: ~50 us,
+ * once per kind, key size and process.  Cache-hot, so the CPU looks at its
+ * fastest: the GPU must beat that.
+ */
+void offload_measure_cpu(const gpuaes_prov *prov, const fallback_cipher *fb, offload_kind kind,
+                          size_t keylen, size_t ivlen, int enc)
+{
+    static const unsigned char key[32], iv[16];
+    size_t n = 4 * DISPATCH_SAMPLE, outl;
+    unsigned char *buf = OPENSSL_zalloc(n);
+    void *fc = fb->newctx(prov->fallback_provctx);
+    OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? fb->einit : fb->dinit;
+    uint64_t t0 = 0;
+    int ok = buf != NULL && fc != NULL && keylen <= sizeof(key) && ivlen <= sizeof(iv);
+
+    for (int i = 0; ok && i < 2; i++) {
+        t0 = dispatch_now_ns();
+        ok = init(fc, key, keylen, ivlen > 0 ? iv : NULL, ivlen, NULL)
+             && fb->update(fc, buf, &outl, n, buf, n);
+    }
+    if (ok)
+        dispatch_cpu_done(kind, keylen, n, dispatch_now_ns() - t0);
+    if (fc != NULL)
+        fb->freectx(fc);
+    OPENSSL_clear_free(buf, n);
+}
+
 static offload_kind kind_of_op(gpuaes_op op)
 {
     switch (op) {

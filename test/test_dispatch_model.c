@@ -12,6 +12,10 @@
  *            are on the faster path within max(0.1 s, 3 calls) of the
  *            phase's end and stay there (explores aside: <= 5 % of the time)
  *   slowgpu fastgpu  one thread, steady: looking again costs <= 5 %
+ *   fresh    a fresh process's lone thread, GPU 7x faster (1 GiB in 64 MiB
+ *            calls, ~0.25 s): after its first call (the CPU measured) none
+ *            goes to the CPU; a first look at the CPU 20 ms in cost a fresh
+ *            process on the H200 13 ms of its ~70
  *   load8 cores16    contention: the GPU takes no more jobs than pay, and
  *            none while more than half the cores' threads make large calls
  *   fastgcm  fastgpu with GCM: a message keeps the engine its first data
@@ -328,6 +332,8 @@ int main(int argc, char **argv)
     } else if (strcmp(s, "fastgpu") == 0) {
         ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0 };
         ph[n++] = (phase){ 10, 1, 0.25, 0.025, 0, 0 };
+    } else if (strcmp(s, "fresh") == 0) {      /* CTR: CPU 4 GB/s (cold buffers), GPU alone 27 */
+        ph[n++] = (phase){ 0.25, 1, 0.25, 0.037, 0, 0 };
     } else if (strcmp(s, "load8") == 0) {      /* the GPU 4x faster alone */
         ph[n++] = (phase){ 0.5, 1, 0.25, 0.0625, 0, 0 };
         ph[n++] = (phase){ 3, 8, 0.25, 0.0625, 0, 0 };
@@ -357,7 +363,7 @@ int main(int argc, char **argv)
         ph[n++] = (phase){ 2, 1, 0.25, 0.025, 15, 0 };
         ph[n++] = (phase){ 3, 1, 0.25, 0.025, 0, 0 };
     } else {
-        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|load8|cores16|fastgcm|burst16|others16|othersend|procs16|procs4|cores N\n",
+        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|fresh|load8|cores16|fastgcm|burst16|others16|othersend|procs16|procs4|cores N\n",
                 argv[0]);
         return 2;
     }
@@ -381,6 +387,15 @@ int main(int argc, char **argv)
             CHECK(gpu_calls == 0, "%d GPU calls with 16 processes' threads on 16 cores", gpu_calls);
         else
             CHECK(gpu_calls * 10 > ncalls * 9, "%d of %d calls on a GPU 10x faster beside 3 processes", gpu_calls, ncalls);
+    } else if (strcmp(s, "fresh") == 0) {
+        int cpu_calls = 0;
+
+        for (int i = 1; i < ncalls; i++)
+            cpu_calls += !calls[i].gpu;
+        printf("fresh: %d calls, the first on the %s, %d CPU calls after it\n", ncalls,
+               ncalls > 0 && calls[0].gpu ? "GPU" : "CPU", cpu_calls);
+        CHECK(ncalls > 10 && cpu_calls == 0, "%d of a fresh process's %d calls after its first went to the CPU",
+              cpu_calls, ncalls);
     } else if (strcmp(s, "cores16") == 0) {
         printf("%d GPU calls\n", gpu_calls);
         CHECK(gpu_calls == 0, "%d GPU calls from 16 threads on 16 cores", gpu_calls);
