@@ -171,7 +171,7 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
 uint64_t dispatch_backoffs(void);
 /* 1 for the one caller that is to measure the CPU estimate of (kind, keylen)
  * now (none yet, none claimed): it times a sample and reports it with
- * dispatch_cpu_done.  For GCM, whose message start commits the message. */
+ * dispatch_cpu_done. */
 int dispatch_cpu_claim(offload_kind kind, size_t keylen);
 /* offload.c: that sample, measured aside, so that no caller's large update
  * waits on the CPU to measure it: the fallback runs a scratch buffer in a
