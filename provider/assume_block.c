@@ -5,6 +5,7 @@
  */
 #include "assume_util.h"
 #include "gpuaes_counter.h"
+#include "prov_ctx.h"
 
 static const unsigned char IV1[16] = "assume-iv-one!!";
 static const unsigned char IV2[16] = "assume-iv-two!!";

@@ -10,6 +10,7 @@
 #include "gcm_fused.h"
 #include "gcm_math.h"
 #include "gpuaes_counter.h"
+#include "prov_ctx.h"
 
 static int gcm_tag(fbc *c, unsigned char *tag, size_t n)
 {

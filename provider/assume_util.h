@@ -13,7 +13,7 @@
 #include <openssl/core_names.h>
 #include <openssl/params.h>
 
-#include "gpuaes.h"
+#include "prov_ctx.h"
 #include "fallback_assumptions.h"
 
 #define BLOCK 16

@@ -9,6 +9,9 @@
 #include <openssl/err.h>
 
 #include "assume_util.h"
+#include "debug.h"
+#include "prov_ctx.h"
+#include "offload.h"
 
 /* ---- the table ---- */
 

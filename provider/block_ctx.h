@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpuaes.h"
+#include "prov_ctx.h"
+#include "offload.h"
 
 #define BLOCK 16
 enum { TRACK_WHOLE = 1, TRACK_LAST = 2 };

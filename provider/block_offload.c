@@ -19,6 +19,9 @@
 #include <openssl/proverr.h>
 
 #include "block_ctx.h"
+#include "prov_ctx.h"
+#include "offload.h"
+#include "gpu_backend.h"
 
 int block_fb_get_block(block_ctx *c, const char *key, unsigned char iv[BLOCK])
 {

@@ -19,6 +19,10 @@
 #include <openssl/proverr.h>
 
 #include "block_ctx.h"
+#include "prov_ctx.h"
+#include "offload.h"
+#include "cipher_family.h"
+#include "gpu_backend.h"
 
 /*
  * Can this context send work to the GPU now?  CBC/CFB encryption is serial.

@@ -29,6 +29,10 @@
 #include <openssl/proverr.h>
 
 #include "gcm_ctx.h"
+#include "prov_ctx.h"
+#include "offload.h"
+#include "cipher_family.h"
+#include "gpu_backend.h"
 
 #define GCM_MAX_DATA ((1ULL << 36) - 32)   /* SP 800-38D's limit on one message */
 

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <openssl/crypto.h>
 
-#include "gpuaes.h"
+#include "debug.h"
 
 /* Set at each load (settings.c), read from any thread. */
 static atomic_int debug_on;

@@ -84,7 +84,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpuaes.h"
+#include "prov_ctx.h"
+#include "offload.h"
+#include "debug.h"
+#include "gpu_backend.h"
 
 #define CLASSES 16                     /* size classes: 2^16 (64 KiB) .. 2^31 and up */
 #define CLASS0 16

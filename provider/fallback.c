@@ -22,7 +22,8 @@
 #include <openssl/params.h>
 #include <openssl/provider.h>
 
-#include "gpuaes.h"
+#include "prov_ctx.h"
+#include "debug.h"
 #include "fallback_assumptions.h"
 
 /* Does the colon-separated name list start with `name` (case-insensitively)? */
@@ -73,7 +74,7 @@ static int complete(const fallback_cipher *fb)
         && fb->settable_ctx_params;
 }
 
-/* The variants' shared tables (gpuaes.h): filled by the first load. */
+/* The variants' shared tables (prov_ctx.h): filled by the first load. */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static int tables_filled;
 

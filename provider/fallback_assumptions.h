@@ -71,7 +71,7 @@
  * ASSUME_SHARED_PARAM_TABLES
  *   The gettable/settable parameter lists are the same for every block-mode
  *   variant, and for every GCM variant, and ignore the context passed.
- *   FAMILY_PARAM_TABLES (gpuaes.h).
+ *   FAMILY_PARAM_TABLES (cipher_family.h).
  * ASSUME_GCM_IV_BUFFERED (load)
  *   GCM applies an IV at the message's first non-empty AAD or data update;
  *   until then a keyed init without IV starts the message with that IV under

@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "gcm_fused.h"
-#include "gpuaes.h"
+#include "prov_ctx.h"
+#include "offload.h"
+#include "cipher_family.h"
 
 #define BLOCK 16
 

@@ -41,6 +41,9 @@
 #include "gcm_ctx.h"
 #include "gcm_math.h"
 #include "gpuaes_counter.h"
+#include "prov_ctx.h"
+#include "offload.h"
+#include "gpu_backend.h"
 
 /* AAD (or pad, or ciphertext) into the segment, started on first use.
  * (ASSUME_GCM_SEGMENT_GHASH, ASSUME_REINIT_KEEPS_SCHEDULE) */

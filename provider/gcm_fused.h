@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "gpuaes.h"
+#include "prov_ctx.h"
 
 typedef struct gcm_fused {
     const fallback_cipher *gcm;       /* the default provider's AES-GCM and AES-ECB */

@@ -5,7 +5,8 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "gpuaes.h"
+#include "debug.h"
+#include "gpu_backend.h"
 #include "gpuaes_counter.h"
 
 _Atomic(const gpu_backend *) gpu_backend_in_use = &gpu_backend_inprocess;

@@ -25,7 +25,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpuaes.h"
+#include "offload.h"
+#include "debug.h"
+#include "gpu_backend.h"
 #include "gpuaes_layer.h"
 
 static _Atomic(const gpuaes_layer *) layer;  /* NULL until loaded */

@@ -27,7 +27,8 @@
 #include <unistd.h>
 #include <openssl/crypto.h>
 
-#include "gpuaes.h"
+#include "debug.h"
+#include "gpu_backend.h"
 #include "gpuaes_counter.h"
 #include "gpuaesd_client.h"
 #include "gpuaesd_load.h"

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "gpuaes.h"
+#include "keystream_xor.h"
 
 static void xor_portable(unsigned char *out, const unsigned char *in, const unsigned char *ks, size_t n)
 {

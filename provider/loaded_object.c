@@ -7,7 +7,9 @@
 #define _GNU_SOURCE                   /* dl_iterate_phdr */
 #include <link.h>
 
-#include "gpuaes.h"
+#include <stddef.h>
+
+#include "debug.h"
 
 struct object_query {
     uintptr_t addr;

@@ -6,7 +6,10 @@
 #include <stdatomic.h>
 #include <openssl/err.h>
 
-#include "gpuaes.h"
+#include "prov_ctx.h"
+#include "offload.h"
+#include "debug.h"
+#include "gpu_backend.h"
 
 static _Atomic uint64_t gpu_bytes;
 static _Atomic uint64_t cpu_share_bytes;

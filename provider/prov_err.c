@@ -4,7 +4,8 @@
 #include <stdarg.h>
 #include <openssl/err.h>
 
-#include "gpuaes.h"
+#include "prov_ctx.h"
+#include "debug.h"
 
 /*
  * Is the code at `a` in the same loaded object as the code at `b`?  The

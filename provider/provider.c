@@ -10,13 +10,18 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 
-#include "gpuaes.h"
+#include "prov_ctx.h"
+#include "offload.h"
+#include "debug.h"
+#include "keystream_xor.h"
+#include "cipher_family.h"
+#include "gpu_backend.h"
 #include "fallback_assumptions.h"
 
 /*
  * One line per cipher variant: id, first name (as the default provider
  * spells it; aliases and OIDs are taken from it at load), mode, key bytes,
- * family, update function (the mode family's own: gpuaes.h).  Adding a
+ * family, update function (the mode family's own: cipher_family.h).  Adding a
  * variant is adding a line.
  */
 #define GPUAES_CIPHERS(X)                                                       \
@@ -105,7 +110,7 @@ static int variant_get_params(size_t v, OSSL_PARAM params[])
 FAMILY_CARRY(block)
 FAMILY_CARRY(gcm)
 
-/* Each update function (a family may have several: gpuaes.h). */
+/* Each update function (a family may have several: cipher_family.h). */
 #define UPDATE_CARRY(f, update)                                               \
     static int update##_c(void *vctx, unsigned char *out, size_t *outl,       \
                           size_t outsize, const unsigned char *in, size_t inl)\

@@ -32,7 +32,8 @@
 #include <time.h>
 #include <openssl/crypto.h>
 
-#include "gpuaes.h"
+#include "debug.h"
+#include "gpu_backend.h"
 #include "gpu_remote.h"
 #include "gpuaesd_client.h"
 

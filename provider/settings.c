@@ -19,7 +19,10 @@
 #include <openssl/params.h>
 #include <openssl/proverr.h>
 
-#include "gpuaes.h"
+#include "prov_ctx.h"
+#include "offload.h"
+#include "debug.h"
+#include "gpu_backend.h"
 #include "block_ctx.h"             /* KS_NWIN */
 
 /*
@@ -60,7 +63,7 @@ typedef struct knob {
     size_t offset, size;           /* the field */
 } knob;
 
-/* gpu_cpu_share: which GPU jobs their calling threads work on (gpuaes.h). */
+/* gpu_cpu_share: which GPU jobs their calling threads work on (prov_ctx.h). */
 static const char *const share_names[] = {
     [CPU_SHARE_OFF] = "off", [CPU_SHARE_CTR] = "ctr", [CPU_SHARE_ALL] = "all", NULL
 };

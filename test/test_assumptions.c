@@ -14,7 +14,7 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 
-#include "gpuaes.h"
+#include "prov_ctx.h"
 #include "fallback_assumptions.h"
 
 /* The variants gpuaes registers (provider.c's table, without our dispatch). */

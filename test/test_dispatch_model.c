@@ -41,7 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpuaes.h"
+#include "prov_ctx.h"
+#include "offload.h"
+#include "gpu_backend.h"
 
 #define MS 1000000ULL
 #define START (1000000 * MS)           /* model time 0 (far from 0, as a real clock) */

@@ -1,0 +1,93 @@
+/*
+ * offload.h - the GPU path's decisions and jobs: when a call goes to the GPU
+ * (offload.c, dispatch.c), running a job with its reporting, and the rule
+ * for buffers that overlap.
+ */
+#ifndef GPUAES_OFFLOAD_H
+#define GPUAES_OFFLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuaes_gpu.h"                /* gpuaes_job */
+
+typedef struct gpuaes_prov gpuaes_prov;             /* prov_ctx.h */
+typedef struct fallback_cipher fallback_cipher;     /* prov_ctx.h */
+
+/* The GPU operations, each with its own offload threshold. */
+typedef enum {
+    OFFLOAD_ECB_ENC, OFFLOAD_ECB_DEC, OFFLOAD_CBC_DEC, OFFLOAD_CFB_DEC, OFFLOAD_CTR, OFFLOAD_GCM,
+    OFFLOAD_KINDS
+} offload_kind;
+
+/* offload.c: the decision to use the GPU, and running a job with its reporting. */
+/* Whether the GPU can take this kind at all (GCM needs compute capability 8.0). */
+int offload_possible(offload_kind kind);
+/* The GPU is up for a call of len bytes that it could take; starts it once the
+ * process has done gpu_start_bytes of such work (never blocks). */
+int offload_gpu_up(const gpuaes_prov *prov, size_t len);
+/* Known never to run on the GPU in this process (asks nothing of a GPU not started). */
+int offload_ruled_out(offload_kind kind);
+/* The GPU is there, the call is at or above the kind's threshold, and dispatch says GPU. */
+int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len);
+/* Runs job on the GPU (and its cpu_share, if any); on failure records the
+ * error (queue, debug log, counter).  Returns job->done, the GPU prefix
+ * (job->iv is the state at in + done); the caller completes the gap
+ * [done, job->cpu_from) and continues from job->iv_end (gpuaes_gpu.h). */
+size_t offload_run(const gpuaes_prov *prov, gpuaes_job *job);
+uint64_t offload_gpu_bytes(void);
+uint64_t offload_cpu_share_bytes(void);   /* done by the callers' shares of GPU jobs */
+uint64_t offload_gpu_errors(void);
+/* GCM bytes of messages on gpuaes's engine run on the CPU in one stitched pass
+ * (gcm_fused.c): the gcm-fused-bytes parameter. */
+void offload_count_gcm_fused(size_t len);
+uint64_t offload_gcm_fused_bytes(void);
+
+/* dispatch.c: CPU or GPU per call, from estimates measured in the process
+ * (docs/DESIGN.md, "Dispatch").  Asked for calls at or above the kind's
+ * threshold only. */
+#define DISPATCH_SAMPLE ((size_t)64 << 10)   /* CPU calls this long feed the estimate */
+int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len);
+/* After dispatch_to_gpu on this thread: 1 when it chose the GPU by its
+ * estimates (not to look again) with no other thread of large calls, here
+ * or in another process, and no other job on the GPU.  A GCM message moves
+ * from the default provider only then: it cannot move back. */
+int dispatch_gpu_alone(void);
+uint64_t dispatch_now_ns(void);
+void dispatch_cpu_done(offload_kind kind, size_t keylen, size_t len, uint64_t ns);
+/* Around one GPU job (offload_run): begin returns the jobs already in flight. */
+int dispatch_gpu_begin(void);
+void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int busy_at_start,
+                      uint64_t ns);
+uint64_t dispatch_backoffs(void);
+/* 1 for the one caller that is to measure the CPU estimate of (kind, keylen)
+ * now (none yet, none claimed): it times a sample and reports it with
+ * dispatch_cpu_done. */
+int dispatch_cpu_claim(offload_kind kind, size_t keylen);
+/* offload.c: that sample, measured aside, so that no caller's large update
+ * waits on the CPU to measure it: the fallback runs a scratch buffer in a
+ * context of its own (enc, ivlen: as the variant's calls). */
+void offload_measure_cpu(const gpuaes_prov *prov, const fallback_cipher *fb, offload_kind kind,
+                          size_t keylen, size_t ivlen, int enc);
+#ifdef GPUAES_TEST_HOOKS
+/* Model tests (test/test_dispatch_model.c): nonzero, the time dispatch sees;
+ * the usable cores in force (set > 0: replaced). */
+extern _Atomic uint64_t dispatch_test_clock;
+long dispatch_test_cores(long set);
+#endif
+
+/* A GPU keystream failure: error queue, debug log, gpu-errors (the bytes are done on the CPU). */
+void offload_report_failure(const gpuaes_prov *prov, const char *what, const char *error);
+
+/* in[0, inlen) and out[0, outlen) share bytes without starting at the same
+ * address.  The GPU paths read and write in chunks, so such calls (which the
+ * default provider serves in its own byte order) stay on the CPU; in-place
+ * calls (out == in) do not overlap partially. */
+static inline int gpuaes_overlap_partial(const void *in, size_t inlen, const void *out, size_t outlen)
+{
+    const uintptr_t i = (uintptr_t)in, o = (uintptr_t)out;
+    if (in == NULL || out == NULL || i == o || inlen == 0 || outlen == 0) return 0;
+    return i < o ? o - i < inlen : i - o < outlen;
+}
+
+#endif
