@@ -42,7 +42,8 @@
 #include <openssl/params.h>
 #include <openssl/provider.h>
 
-#include "bench_size.h"
+#include "rng.h"           /* test/support: the seeded generator */
+#include "size.h"          /* test/support: sizes as "64M" */
 #include "bench_stats.h"
 
 #ifndef GPUAES_DEFAULT_MODULE_DIR
@@ -163,18 +164,6 @@ static int find_cipher(const char *name)
     return -1;
 }
 
-static void size_label(size_t n, char *buf, size_t len)
-{
-    if (n >= ((size_t)1 << 30) && n % ((size_t)1 << 30) == 0)
-        snprintf(buf, len, "%zuG", n >> 30);
-    else if (n >= ((size_t)1 << 20) && n % ((size_t)1 << 20) == 0)
-        snprintf(buf, len, "%zuM", n >> 20);
-    else if (n >= 1024 && n % 1024 == 0)
-        snprintf(buf, len, "%zuK", n >> 10);
-    else
-        snprintf(buf, len, "%zu", n);
-}
-
 /* Splits a comma list in place; returns the count. */
 static int split_list(char *s, char **items, int max)
 {
@@ -277,8 +266,8 @@ static void set_sizes(options *o, const char *arg)
                 o->sizes[o->nsize++] = ALL_SIZES[k];
             break;
         }
-        size_t v = parse_size(items[i]);
-        if (v == 0 || v % 16 != 0 || v > ((size_t)1 << 30))
+        size_t v = 0;
+        if (!size_parse(items[i], &v) || v == 0 || v % 16 != 0 || v > ((size_t)1 << 30))
             die("--sizes: bad size '%s' (a multiple of 16, at most 1G)", items[i]);
         o->sizes[o->nsize++] = v;
     }
@@ -444,49 +433,6 @@ static void sleep_until(double t)
     }
 }
 
-/* xoshiro256** seeded by splitmix64: fast, never all zeros. */
-typedef struct { uint64_t s[4]; } prng;
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static void prng_seed(prng *r, uint64_t seed)
-{
-    for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix64(&seed);
-}
-
-static inline uint64_t rotl64(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static inline uint64_t prng_next(prng *r)
-{
-    uint64_t *s = r->s;
-    const uint64_t result = rotl64(s[1] * 5, 7) * 9;
-    const uint64_t t = s[1] << 17;
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl64(s[3], 45);
-    return result;
-}
-
-static void prng_fill(prng *r, unsigned char *p, size_t n)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t v = prng_next(r);
-        memcpy(p + i, &v, 8);
-    }
-    if (i < n) {
-        uint64_t v = prng_next(r);
-        memcpy(p + i, &v, n - i);
-    }
-}
-
 static void print_ossl_errors(const char *what)
 {
     unsigned long e;
@@ -646,7 +592,7 @@ typedef struct {
     EVP_CIPHER_CTX *ctx[MAX_PROV];
     unsigned char key[32], iv[16];
     uint64_t msg_bytes[MAX_PROV]; /* GCM: bytes since the last IV */
-    prng rng;
+    rng_state rng;
     uint64_t bytes;               /* of the last measurement */
     int setup_ok[MAX_PROV];
     int setup_buf_ok;
@@ -704,7 +650,7 @@ static void worker_measure(worker *w, int p)
     do {
         if (gcm && w->msg_bytes[p] + (uint64_t)n > GCM_REKEY_BYTES) {
             /* A new message (fresh IV) long before GCM's 2^36-32 byte limit. */
-            prng_fill(&w->rng, w->iv, sizeof(w->iv));
+            rng_bytes(&w->rng, w->iv, sizeof(w->iv));
             if (!EVP_CipherInit_ex2(ctx, NULL, NULL, w->iv, -1, NULL)) {
                 print_ossl_errors("EVP_CipherInit_ex2 (new GCM IV)");
                 w->failed = 1;
@@ -742,24 +688,24 @@ static void *worker_main(void *arg)
     size_t bufsz = r->size;
 
     /* Setup: buffers (random, pre-faulted), then one context per provider. */
-    prng_seed(&w->rng, r->seed * 1000003ULL + (uint64_t)w->id + 1);
+    w->rng = rng_seeded(r->seed * 1000003ULL + (uint64_t)w->id + 1);
     w->setup_buf_ok = 1;
     if (posix_memalign((void **)&w->in, 4096, bufsz) != 0) {
         w->in = NULL;
         w->setup_buf_ok = 0;
     } else {
-        prng_fill(&w->rng, w->in, bufsz);
+        rng_bytes(&w->rng, w->in, bufsz);
         if (r->size <= INPLACE_MAX) {
             w->out = w->in; /* in place on one cache-warm buffer, as `openssl speed` */
         } else if (posix_memalign((void **)&w->out, 4096, bufsz) != 0) {
             w->out = NULL;
             w->setup_buf_ok = 0;
         } else {
-            prng_fill(&w->rng, w->out, bufsz);
+            rng_bytes(&w->rng, w->out, bufsz);
         }
     }
-    prng_fill(&w->rng, w->key, sizeof(w->key));
-    prng_fill(&w->rng, w->iv, sizeof(w->iv));
+    rng_bytes(&w->rng, w->key, sizeof(w->key));
+    rng_bytes(&w->rng, w->iv, sizeof(w->iv));
     for (int p = 0; p < r->nprov; p++) {
         w->setup_ok[p] = w->setup_buf_ok && ctx_init(w, p);
         if (w->setup_buf_ok && !w->setup_ok[p])
@@ -994,7 +940,7 @@ int main(int argc, char **argv)
             printf(" %s", o.dirs[i] ? "enc" : "dec");
         printf("\nsizes:");
         for (int i = 0; i < o.nsize; i++) {
-            size_label(o.sizes[i], lbl, sizeof(lbl));
+            size_format(o.sizes[i], lbl, sizeof(lbl));
             printf(" %s", lbl);
         }
         printf("\nthreads:");
@@ -1073,7 +1019,7 @@ int main(int argc, char **argv)
                     r.nthreads = o.threads[t];
                     r.nprov = o.nprov;
                     r.seed = o.seed + (uint64_t)done * 7919;
-                    size_label(r.size, lbl, sizeof(lbl));
+                    size_format(r.size, lbl, sizeof(lbl));
 
                     const double need = (double)r.nthreads * (double)r.size * (r.size > INPLACE_MAX ? 2 : 1);
                     int have_cipher = 1;
@@ -1151,7 +1097,7 @@ int main(int argc, char **argv)
     for (long i = 0; i < done; i++) {
         table_row *tr = &rows[i];
         char lbl[32], a[32] = "-", b[32] = "-", ra[32] = "-", ca[32] = "-", cb[32] = "-", gs[32] = "-";
-        size_label(tr->size, lbl, sizeof(lbl));
+        size_format(tr->size, lbl, sizeof(lbl));
         if (tr->res.skip[0] != '\0') {
             printf("%-12s %-3s %6s %3d skipped: %s\n", CIPHERS[tr->cipher].name, tr->enc ? "enc" : "dec", lbl,
                    tr->nthreads, tr->res.skip);

@@ -23,7 +23,7 @@
 #include <openssl/evp.h>
 #include <openssl/provider.h>
 
-#include "bench_size.h"
+#include "size.h"          /* test/support: sizes as "64M" */
 #include "bench_stats.h"
 
 #define BIG ((size_t)8 << 20)
@@ -97,10 +97,10 @@ int main(int argc, char **argv)
     printf("%8s %10s %10s %10s %10s\n", "size", "default", "stitched", "ctr+ghash", "stitched/2p");
     list = strdup(sizes);
     for (s = strtok(list, ","); s != NULL; s = strtok(NULL, ",")) {
-        size_t n = parse_size(s);
+        size_t n = 0;
         EVP_CIPHER_CTX *x[3];
 
-        if (n == 0 || n >= BIG || n % 16 != 0)
+        if (!size_parse(s, &n) || n == 0 || n >= BIG || n % 16 != 0)
             die("--sizes (multiples of 16 below 8M)");
         for (int v = 0; v < 3; v++)
             x[v] = start(c[v > 0], buf);

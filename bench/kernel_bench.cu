@@ -46,6 +46,7 @@
 #include "ghash_launch.h"
 #include "gpuaes_counter.h"
 #include "gpuaes_gpu.h"
+#include "rng.h"           // test/support: the seeded generator
 
 namespace {
 
@@ -67,12 +68,8 @@ void check(cudaError_t e, const char *what, int line)
 
 __global__ void fill_random(uint64_t *p, size_t n, uint64_t seed)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint64_t z = seed + (i + 1) * 0x9e3779b97f4a7c15ULL;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        p[i] = z ^ (z >> 31);
-    }
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = rng_at(seed, i);
 }
 
 struct Op {
@@ -92,21 +89,9 @@ const Op kOps[] = {
     {gpuaes::KM_CFB_DEC, "CFB", {"dec", nullptr}, 1, "CFB128 decrypt"},
 };
 
-uint64_t g_rng = 0x0123456789abcdefULL;
-uint64_t rnd64()
-{
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-void rnd_bytes(unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i += 8) {
-        uint64_t v = rnd64();
-        std::memcpy(p + i, &v, std::min<size_t>(8, n - i));
-    }
-}
+rng_state g_rng = rng_seeded(0x0123456789abcdefULL);   // fixed: every run times the same data
+uint64_t rnd64() { return rng_next(&g_rng); }
+void rnd_bytes(unsigned char *p, size_t n) { rng_bytes(&g_rng, p, n); }
 
 // KParams for one kernel: round keys of the right direction, counter and chaining block.
 gpuaes::KParams make_params(const gpuaes_key *k, int kmode, const unsigned char ctr[16], const unsigned char prev[16])

@@ -63,6 +63,8 @@ import tempfile
 import threading
 import time
 
+from sizes import parse_size, size_label
+
 HEADER = ["workload", "cipher", "direction", "update_bytes", "threads", "processes", "path", "gbps",
           "cpu_core_s_per_gb", "wall_ms"]
 WORKLOADS = ["threads", "processes", "startup", "speed", "speed-elapsed", "processes-long", "fresh-warm",
@@ -84,32 +86,15 @@ CHILDREN = []  # processes started, killed if the run is interrupted
 
 # ---------------------------------------------------------------- helpers
 
-def parse_size(s):
-    s = s.strip().upper()
-    for suf in ("IB", "B"):
-        if s.endswith(suf) and len(s) > len(suf) and s[-len(suf) - 1] in "KMG0123456789":
-            s = s[: -len(suf)]
-            break
-    mult = 1
-    if s and s[-1] in "KMG":
-        mult = 1 << {"K": 10, "M": 20, "G": 30}[s[-1]]
-        s = s[:-1]
-    v = int(s) * mult
+def positive_size(s):
+    v = parse_size(s)
     if v <= 0:
         raise ValueError("size must be positive")
     return v
 
 
-def size_label(n):
-    n = int(n)
-    for shift, suf in ((30, "G"), (20, "M"), (10, "K")):
-        if n >= (1 << shift) and n % (1 << shift) == 0:
-            return "%d%s" % (n >> shift, suf)
-    return str(n)
-
-
 def size_list(s):
-    return [parse_size(x) for x in s.split(",") if x.strip()]
+    return [positive_size(x.strip()) for x in s.split(",") if x.strip()]
 
 
 def int_list(s):
@@ -1303,7 +1288,7 @@ def main():
     g.add_argument("--procs", type=int_list)
     g.add_argument("--proc-sizes", type=size_list)
     g.add_argument("--proc-ciphers")
-    g.add_argument("--proc-bytes", type=parse_size, help="work per process")
+    g.add_argument("--proc-bytes", type=positive_size, help="work per process")
     g.add_argument("--rounds", type=int)
     g.add_argument("--proc-wait-gpu", action="store_true",
                    help="each gpuaes process waits for its GPU during setup (default: the start-up is timed)")
@@ -1319,13 +1304,13 @@ def main():
     g = ap.add_argument_group("processes-long (load_proc; opt-in)")
     g.add_argument("--long-procs", type=int_list, help="process counts (1,4,16)")
     g.add_argument("--long-ciphers", help="AES-128-CTR,AES-256-GCM,AES-256-ECB")
-    g.add_argument("--long-bytes", type=parse_size, help="work per process (10G; --quick 512M)")
-    g.add_argument("--long-size", type=parse_size, help="update size (64M)")
+    g.add_argument("--long-bytes", type=positive_size, help="work per process (10G; --quick 512M)")
+    g.add_argument("--long-size", type=positive_size, help="update size (64M)")
     g.add_argument("--long-rounds", type=int, help="rounds, alternated; the median is kept (2; --quick 1)")
     g = ap.add_argument_group("fresh-warm, fresh-cold (one new load_proc; opt-in)")
     g.add_argument("--fresh-ciphers", help="AES-256-CTR,AES-256-GCM")
-    g.add_argument("--fresh-bytes", type=parse_size, help="work of the process (1G)")
-    g.add_argument("--fresh-size", type=parse_size, help="update size (64M)")
+    g.add_argument("--fresh-bytes", type=positive_size, help="work of the process (1G)")
+    g.add_argument("--fresh-size", type=positive_size, help="update size (64M)")
     g.add_argument("--fresh-runs", type=int, help="runs per provider, alternated; the median is kept (5; --quick 2)")
     ap.add_argument("--openssl", default=shutil.which("openssl") or "openssl")
     a = ap.parse_args()

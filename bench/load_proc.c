@@ -46,7 +46,8 @@
 #include <openssl/params.h>
 #include <openssl/provider.h>
 
-#include "bench_size.h"
+#include "rng.h"           /* test/support: the seeded generator */
+#include "size.h"          /* test/support: sizes as "64M" */
 
 #ifndef GPUAES_DEFAULT_MODULE_DIR
 #define GPUAES_DEFAULT_MODULE_DIR ""
@@ -81,16 +82,6 @@ static double now(clockid_t id)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void fill_random(unsigned char *p, size_t n, uint64_t seed)
-{
-    uint64_t x = seed | 1;
-    for (size_t i = 0; i < n; i += 8) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17; /* xorshift64 */
-        size_t k = n - i < 8 ? n - i : 8;
-        memcpy(p + i, &x, k);
-    }
-}
-
 static int env_fd(const char *name)
 {
     const char *s = getenv(name);
@@ -121,10 +112,16 @@ int main(int argc, char **argv)
             cipher_name = v;
         else if (strcmp(a, "--dir") == 0)
             dir = v;
-        else if (strcmp(a, "--size") == 0)
-            size = parse_size(v);
-        else if (strcmp(a, "--bytes") == 0)
-            total = parse_size(v);
+        else if (strcmp(a, "--size") == 0 || strcmp(a, "--bytes") == 0) {
+            size_t n;
+
+            if (!size_parse(v, &n))
+                usage_exit("bad size (e.g. 4096, 64K, 64M, 1G)");
+            if (strcmp(a, "--size") == 0)
+                size = n;
+            else
+                total = n;
+        }
         else if (strcmp(a, "--provider-path") == 0)
             path = v;
         else
@@ -166,9 +163,10 @@ int main(int argc, char **argv)
     const int gcm = EVP_CIPHER_get_mode(cipher) == EVP_CIPH_GCM_MODE;
 
     unsigned char key[32], iv[16], tag[16];
-    const uint64_t seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(now(CLOCK_REALTIME) * 1e6);
-    fill_random(key, sizeof(key), seed);
-    fill_random(iv, sizeof(iv), seed + 1);
+    /* A key of its own per process and run. */
+    rng_state rng = rng_seeded((uint64_t)getpid() * RNG_GAMMA ^ (uint64_t)(now(CLOCK_REALTIME) * 1e6));
+    rng_bytes(&rng, key, sizeof(key));
+    rng_bytes(&rng, iv, sizeof(iv));
     unsigned char *in = NULL, *out = NULL;
     if (posix_memalign((void **)&in, 4096, size) != 0 || posix_memalign((void **)&out, 4096, size) != 0) {
         fprintf(stderr, "load_proc: out of memory\n");
@@ -177,7 +175,7 @@ int main(int argc, char **argv)
     /* Random 64 KiB repeated (AES does not care; a fresh-* process's wall time
      * should not be spent making data), and the output pre-faulted. */
     const size_t pat = size < (64u << 10) ? (size_t)size : (64u << 10);
-    fill_random(in, pat, seed + 2);
+    rng_bytes(&rng, in, pat);
     for (size_t off = pat; off < size; off += pat)
         memcpy(in + off, in, size - off < pat ? size - off : pat);
     memset(out, 0x5a, size);

@@ -7,6 +7,8 @@ import os
 import statistics
 import sys
 
+from sizes import size_label
+
 MODES = ["no-mps", "mps"]
 
 
@@ -15,14 +17,6 @@ def read(path):
         return []
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
-
-
-def size_label(n):
-    n = int(n)
-    for s, u in ((30, "G"), (20, "M"), (10, "K")):
-        if n >= 1 << s and n % (1 << s) == 0:
-            return "%d%s" % (n >> s, u)
-    return str(n)
 
 
 def main():

@@ -25,25 +25,10 @@ import os
 import sys
 from collections import defaultdict
 
+from sizes import parse_size, size_label
+
 MODES = ["ECB", "CBC", "CFB", "CTR", "GCM"]
 KEYS = [128, 192, 256]
-
-
-def size_label(n):
-    n = int(n)
-    for shift, suffix in ((30, "G"), (20, "M"), (10, "K")):
-        if n >= (1 << shift) and n % (1 << shift) == 0:
-            return "%d%s" % (n >> shift, suffix)
-    return str(n)
-
-
-def parse_size(s):
-    s = s.strip().upper().replace("IB", "").replace("B", "")
-    mult = 1
-    if s and s[-1] in "KMG":
-        mult = 1 << {"K": 10, "M": 20, "G": 30}[s[-1]]
-        s = s[:-1]
-    return int(s) * mult
 
 
 def read_rows(path):
@@ -285,7 +270,7 @@ def main():
                                                      r["gbps"], "" if r["cpu"] is None else "%.5f" % r["cpu"]))
         print("plot.py: wrote %s (%d rows from %d files)" % (out_csv, len(rows), len(paths)))
     try:
-        table_sizes = [parse_size(s) for s in a.table_sizes.split(",") if s.strip()]
+        table_sizes = [parse_size(s.strip()) for s in a.table_sizes.split(",") if s.strip()]
     except ValueError:
         sys.exit("plot.py: bad --table-sizes %r" % a.table_sizes)
     write_table(rows, out_dir, table_sizes)

@@ -45,7 +45,7 @@
 #include <openssl/provider.h>
 #include <openssl/rand.h>
 
-#include "bench_size.h"
+#include "size.h"          /* test/support: sizes as "64M" */
 #include "bench_stats.h"
 
 #ifndef GPUAES_DEFAULT_MODULE_DIR
@@ -267,8 +267,7 @@ int main(int argc, char **argv)
             char *list = argv[++i], *s;
 
             for (nsizes = 0; (s = strtok(list, ",")) != NULL && nsizes < MAX_SIZES; list = NULL) {
-                sizes[nsizes] = parse_size(s);
-                if (sizes[nsizes] == 0 || sizes[nsizes] > MAX_SIZE || sizes[nsizes] % 16 != 0)
+                if (!size_parse(s, &sizes[nsizes]) || sizes[nsizes] == 0 || sizes[nsizes] > MAX_SIZE || sizes[nsizes] % 16 != 0)
                     usage();
                 nsizes++;
             }

@@ -11,11 +11,6 @@
 #define API_NCIPHERS 15
 extern const char *const api_ciphers[API_NCIPHERS];
 
-/* TEST_CHECK with a printf-style context line, printed only on failure. */
-#define CHECKF(cond, ...) do { if (!(cond)) { if (test_failures < 50) { \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } \
-    test_fail(__FILE__, __LINE__, #cond); } } while (0)
-
 /* Fetch or exit(1): a missing algorithm makes every later check meaningless. */
 EVP_CIPHER *api_fetch(test_env *env, const char *name, const char *provider);
 

@@ -41,6 +41,7 @@
 #include "gpuaes_atexit.h"
 #include "gpuaes_counter.h"
 #include "gpuaes_gpu.h"
+#include "rng.h"
 
 #define EMU_CHUNK ((size_t)1 << 20)    /* small, so tests cross many chunk boundaries */
 
@@ -533,13 +534,10 @@ static void emu_gf_pow(unsigned char x[16], const unsigned char h[16], uint64_t 
  */
 static _Atomic uint64_t emu_draws;
 
+/* The next number of seed's stream; the draw count is shared by the threads that run jobs. */
 static uint64_t emu_rand(uint64_t seed)
 {
-    uint64_t z = seed + (atomic_fetch_add(&emu_draws, 1) + 1) * 0x9e3779b97f4a7c15ULL;
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    return rng_at(seed, atomic_fetch_add(&emu_draws, 1));
 }
 
 /* The GPU prefix's end; not 0 with a fault configured (tests expect it to strike). */

@@ -25,26 +25,16 @@ const kd_cipher *kd_find(kd_mode mode, size_t keylen)
 
 int kd_is_block_mode(kd_mode mode) { return mode == KD_ECB || mode == KD_CBC; }
 
-/* splitmix64: private state per splitter, so threads and providers don't interfere. */
-static uint64_t split_rand(kd_split *s)
-{
-    uint64_t z = (s->state += 0x9e3779b97f4a7c15ULL);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 kd_split kd_split_make(kd_split_style style, uint64_t seed)
 {
-    kd_split s = { style, seed };
+    kd_split s = { style, rng_seeded(seed) };
     return s;
 }
 
 size_t kd_split_next(kd_split *s, size_t remaining)
 {
     size_t n;
-    uint64_t r = split_rand(s);
+    uint64_t r = rng_next(&s->rng);
 
     switch (s->style) {
     case KD_ONE_SHOT:

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <openssl/evp.h>
 
+#include "rng.h"
+
 typedef enum { KD_ECB, KD_CBC, KD_CFB, KD_CTR, KD_GCM } kd_mode;
 
 typedef struct {
@@ -31,7 +33,7 @@ typedef enum {
 
 typedef struct {
     kd_split_style style;
-    uint64_t state;
+    rng_state rng;   /* private per splitter, so that threads and providers don't interfere */
 } kd_split;
 
 kd_split kd_split_make(kd_split_style style, uint64_t seed);

@@ -22,10 +22,10 @@ gpuaes_test(NAME keystream_off COMMAND test_keystream --threads 2 TIMEOUT 600
 # layer (gpu), once against the emulator.
 add_executable(test_ks_api test_ks_api.c)
 target_include_directories(test_ks_api PRIVATE ${PROJECT_SOURCE_DIR}/include)
-target_link_libraries(test_ks_api PRIVATE gpuaes_cuda CUDA::cudart_static OpenSSL::Crypto Threads::Threads)
+target_link_libraries(test_ks_api PRIVATE testsupport gpuaes_cuda CUDA::cudart_static OpenSSL::Crypto Threads::Threads)
 add_executable(test_ks_api_emu test_ks_api.c gpu_emulator.c)
 target_include_directories(test_ks_api_emu PRIVATE ${PROJECT_SOURCE_DIR}/include)
-target_link_libraries(test_ks_api_emu PRIVATE OpenSSL::Crypto Threads::Threads)
+target_link_libraries(test_ks_api_emu PRIVATE testsupport OpenSSL::Crypto Threads::Threads)
 add_test(NAME ks_api COMMAND test_ks_api)
 set_tests_properties(ks_api PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)
 add_test(NAME ks_api_emu COMMAND test_ks_api_emu)

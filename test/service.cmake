@@ -5,7 +5,7 @@
 add_executable(gpuaesd_emu ${GPUAESD_SOURCES} gpu_emulator.c)
 target_include_directories(gpuaesd_emu PRIVATE ${PROJECT_SOURCE_DIR}/service ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(gpuaesd_emu PRIVATE -Wall -Wextra)
-target_link_libraries(gpuaesd_emu PRIVATE gpuaesd_client OpenSSL::Crypto Threads::Threads)
+target_link_libraries(gpuaesd_emu PRIVATE gpuaesd_client testsupport OpenSSL::Crypto Threads::Threads)
 set_target_properties(gpuaesd_emu PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/emu)
 
 add_executable(test_service test_service.c test_service_hostile.c test_service_activation.c

@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,12 +28,13 @@
 #include "copy_pool.h"
 #include "gpu_settings.h"
 #include "gpuaes_gpu.h"
+#include "check.h"
+#include "rng.h"
 
 using namespace gpuaes;
 
 namespace {
 
-std::atomic<int> g_failures{0};
 constexpr size_t kGuard = 64;
 constexpr unsigned char kGuardByte = 0xA5;
 
@@ -51,7 +51,7 @@ struct Buf {
 
 unsigned char *dst_of(Buf &b) { return b.dst.data() + kGuard + b.dst_off; }
 
-void make(Buf &b, std::mt19937_64 &rng, size_t n, Kind kind)
+void make(Buf &b, rng_engine &rng, size_t n, Kind kind)
 {
     b.n = n;
     b.kind = kind;
@@ -70,7 +70,7 @@ void make(Buf &b, std::mt19937_64 &rng, size_t n, Kind kind)
     if (kind == kXorInPlace) std::memcpy(dst_of(b), b.src.data() + b.src_off, n);
 }
 
-void start(CopyTask *t, Buf &b, unsigned flags, std::mt19937_64 &rng)
+void start(CopyTask *t, Buf &b, unsigned flags, rng_engine &rng)
 {
     unsigned char *d = dst_of(b);
     const unsigned char *src = b.kind == kXorInPlace ? d : b.src.data() + b.src_off;
@@ -81,41 +81,28 @@ void start(CopyTask *t, Buf &b, unsigned flags, std::mt19937_64 &rng)
     else copy_start_xor(t, d, src, b.ks.data(), b.n, flags, also);
 }
 
-bool all_zero(const unsigned char *p, size_t n)
+bool all_bytes(const unsigned char *p, size_t n, unsigned char v)
 {
     for (size_t i = 0; i < n; ++i)
-        if (p[i] != 0) return false;
+        if (p[i] != v) return false;
     return true;
 }
 
 void check(const Buf &b, const char *what)
 {
-    const unsigned char *d = b.dst.data() + kGuard + b.dst_off;
-    if (std::memcmp(d, b.want.data(), b.n) != 0) {
-        std::fprintf(stderr, "FAIL %s: %zu bytes differ from the source\n", what, b.n);
-        ++g_failures;
-    }
-    for (size_t i = 0; i < kGuard + b.dst_off; ++i)
-        if (b.dst[i] != kGuardByte) {
-            std::fprintf(stderr, "FAIL %s: byte before the destination written\n", what);
-            ++g_failures;
-            return;
-        }
-    for (size_t i = kGuard + b.dst_off + b.n; i < b.dst.size(); ++i)
-        if (b.dst[i] != kGuardByte) {
-            std::fprintf(stderr, "FAIL %s: byte after the destination written\n", what);
-            ++g_failures;
-            return;
-        }
+    const size_t before = kGuard + b.dst_off, after = before + b.n;
+    CHECKF(std::memcmp(b.dst.data() + before, b.want.data(), b.n) == 0, "%s: %zu bytes differ from the source",
+           what, b.n);
+    CHECKF(all_bytes(b.dst.data(), before, kGuardByte), "%s: byte before the destination written", what);
+    CHECKF(all_bytes(b.dst.data() + after, b.dst.size() - after, kGuardByte),
+           "%s: byte after the destination written", what);
     if (!b.wipe) return;
     const unsigned char *staged = b.kind == kCopy ? b.src.data() + b.src_off : b.ks.data();
-    if (!all_zero(staged, b.n) || !all_zero(b.also.data(), b.also.size())) {
-        std::fprintf(stderr, "FAIL %s: a wiped byte is not zero (%zu bytes)\n", what, b.n);
-        ++g_failures;
-    }
+    CHECKF(all_bytes(staged, b.n, 0) && all_bytes(b.also.data(), b.also.size(), 0),
+           "%s: a wiped byte is not zero (%zu bytes)", what, b.n);
 }
 
-size_t random_size(std::mt19937_64 &rng)
+size_t random_size(rng_engine &rng)
 {
     switch (rng() % 4) {
     case 0: return rng() % 4096;                      // below any split
@@ -128,7 +115,7 @@ size_t random_size(std::mt19937_64 &rng)
 // random order, the way pipeline.cu drives them.
 void owner(unsigned seed, int rounds)
 {
-    std::mt19937_64 rng(seed);
+    rng_engine rng(seed);
     for (int r = 0; r < rounds; ++r) {
         const int k = 1 + (int)(rng() % 4);
         Buf b[4];
@@ -144,10 +131,7 @@ void owner(unsigned seed, int rounds)
             Buf &bb = b[order[i]];
             CopyTask &tt = t[order[i]];
             copy_wait(&tt);
-            if (!copy_finished(&tt)) {
-                std::fprintf(stderr, "FAIL: copy_wait returned before the copy finished\n");
-                ++g_failures;
-            }
+            CHECKF(copy_finished(&tt), "copy_wait returned before the copy finished");
             check(bb, bb.kind == kCopy ? "copy" : bb.kind == kXor ? "xor" : "xor in place");
         }
     }
@@ -209,13 +193,6 @@ double cpu_s()
            r.ru_stime.tv_usec * 1e-6;
 }
 
-void expect(bool ok, const char *what)
-{
-    if (ok) return;
-    std::fprintf(stderr, "FAIL: %s\n", what);
-    ++g_failures;
-}
-
 // The load rule on given inputs (copy_pool.h has the numbers behind it).
 void test_rule()
 {
@@ -227,16 +204,16 @@ void test_rule()
         l.workers = workers;
         return copy_workers_for(l);
     };
-    expect(rule(16, 16.0, 1, 7) == 7, "rule: idle machine, one job: every worker");
-    expect(rule(16, 15.2, 1, 63) == kCopiers - 1, "rule: copiers in all capped at kCopiers");
-    expect(rule(16, 0.4, 1, 7) == 0, "rule: every core busy: the owner copies alone");
-    expect(rule(16, 0.0, 4, 7) == 0, "rule: no idle core");
-    expect(rule(16, 3.7, 1, 7) == 3, "rule: 3.7 idle cores: 3 workers");
-    expect(rule(16, 16.0, 6, 7) == 2, "rule: 6 jobs' owners copy: 2 workers");
-    expect(rule(16, 16.0, 16, 7) == 0, "rule: 16 jobs: owners only");
-    expect(rule(4, 9.0, 1, 7) == 3, "rule: idle above the CPUs we may use is capped");
-    expect(rule(16, 16.0, 1, 0) == 0, "rule: no worker threads");
-    expect(rule(16, 16.0, 0, 7) == 7, "rule: no job counted yet: as one");
+    CHECKF(rule(16, 16.0, 1, 7) == 7, "rule: idle machine, one job: every worker");
+    CHECKF(rule(16, 15.2, 1, 63) == kCopiers - 1, "rule: copiers in all capped at kCopiers");
+    CHECKF(rule(16, 0.4, 1, 7) == 0, "rule: every core busy: the owner copies alone");
+    CHECKF(rule(16, 0.0, 4, 7) == 0, "rule: no idle core");
+    CHECKF(rule(16, 3.7, 1, 7) == 3, "rule: 3.7 idle cores: 3 workers");
+    CHECKF(rule(16, 16.0, 6, 7) == 2, "rule: 6 jobs' owners copy: 2 workers");
+    CHECKF(rule(16, 16.0, 16, 7) == 0, "rule: 16 jobs: owners only");
+    CHECKF(rule(4, 9.0, 1, 7) == 3, "rule: idle above the CPUs we may use is capped");
+    CHECKF(rule(16, 16.0, 1, 0) == 0, "rule: no worker threads");
+    CHECKF(rule(16, 16.0, 0, 7) == 7, "rule: no job counted yet: as one");
 }
 
 // The load samples' arithmetic on synthetic /proc/stat sums: a CPU going
@@ -254,24 +231,24 @@ void test_load_idle()
     };
     auto near = [](double a, double b) { return a > b - 1e-9 && a < b + 1e-9; };
     LoadSample last; // none yet: since boot
-    expect(near(copy_load_idle(&last, at(4, 300, 400, 1)), 3.0), "load: first sample, since boot");
-    expect(copy_load_idle(&last, at(4, 301, 402, 2)) < 0, "load: under a tick per CPU: too little");
-    expect(near(copy_load_idle(&last, at(4, 400, 800, 3)), 1.0), "load: 100 of 400 ticks idle on 4 CPUs");
+    CHECKF(near(copy_load_idle(&last, at(4, 300, 400, 1)), 3.0), "load: first sample, since boot");
+    CHECKF(copy_load_idle(&last, at(4, 301, 402, 2)) < 0, "load: under a tick per CPU: too little");
+    CHECKF(near(copy_load_idle(&last, at(4, 400, 800, 3)), 1.0), "load: 100 of 400 ticks idle on 4 CPUs");
     // A day of uptime, then CPU 3 goes offline: sums over 3 CPUs, far lower.
     last = at(4, 20000000, 34560000, 10);
-    expect(copy_load_idle(&last, at(3, 15000000, 25920000, 20)) < 0, "load: CPU offline: new baseline");
-    expect(near(copy_load_idle(&last, at(3, 15000150, 25920300, 30)), 1.5),
+    CHECKF(copy_load_idle(&last, at(3, 15000000, 25920000, 20)) < 0, "load: CPU offline: new baseline");
+    CHECKF(near(copy_load_idle(&last, at(3, 15000150, 25920300, 30)), 1.5),
            "load: judged again right after a CPU went offline");
     // Same count, lower sums (a cpuset moved to other, younger CPUs).
-    expect(copy_load_idle(&last, at(3, 100, 200, 40)) < 0, "load: sums went down: new baseline");
-    expect(near(copy_load_idle(&last, at(3, 400, 500, 50)), 3.0), "load: judged again after the sums went down");
+    CHECKF(copy_load_idle(&last, at(3, 100, 200, 40)) < 0, "load: sums went down: new baseline");
+    CHECKF(near(copy_load_idle(&last, at(3, 400, 500, 50)), 3.0), "load: judged again after the sums went down");
     // Idle down while the total grows: incomparable, not a wrapped difference.
-    expect(copy_load_idle(&last, at(3, 300, 900, 60)) < 0, "load: idle went down: new baseline");
+    CHECKF(copy_load_idle(&last, at(3, 300, 900, 60)) < 0, "load: idle went down: new baseline");
     // Our workers' awake time counts as idle.
     last = at(2, 0, 1000, 100);
     LoadSample cur = at(2, 100, 1200, 200); // 1 idle core over 100 ms
     cur.ours = last.ours + 50000000;        // plus 50 ms of our workers': half a core
-    expect(near(copy_load_idle(&last, cur), 1.5), "load: our workers' time counts as idle");
+    CHECKF(near(copy_load_idle(&last, cur), 1.5), "load: our workers' time counts as idle");
 }
 
 // Many short jobs from many threads, with pauses long enough for the
@@ -279,7 +256,7 @@ void test_load_idle()
 // wake-up would leave parts to the owner, or hang copy_wait).
 void short_jobs(unsigned seed, int jobs)
 {
-    std::mt19937_64 rng(seed);
+    rng_engine rng(seed);
     std::vector<unsigned char> src(size_t(512) << 10), dst(src.size());
     for (size_t i = 0; i < src.size(); ++i) src[i] = (unsigned char)(rng() >> 13);
     for (int j = 0; j < jobs; ++j) {
@@ -289,10 +266,7 @@ void short_jobs(unsigned seed, int jobs)
         CopyTask t;
         copy_start(&t, dst.data(), src.data(), n, (unsigned)(rng() & kCopyUrgent));
         copy_wait(&t);
-        if (std::memcmp(dst.data(), src.data(), n) != 0) {
-            std::fprintf(stderr, "FAIL: short job: copy differs\n");
-            ++g_failures;
-        }
+        CHECKF(std::memcmp(dst.data(), src.data(), n) == 0, "short job: copy differs");
         copy_pool_leave();
         if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
     }
@@ -310,7 +284,7 @@ void test_wake_without_help()
         while (!copy_finished(&t)) std::this_thread::sleep_for(std::chrono::microseconds(50));
         copy_wait(&t);
     }
-    expect(std::memcmp(dst.data(), src.data(), src.size()) == 0, "wake: workers' copy differs");
+    CHECKF(std::memcmp(dst.data(), src.data(), src.size()) == 0, "wake: workers' copy differs");
 }
 
 } // namespace
@@ -326,7 +300,7 @@ int main()
     owner(1, 20 / kShare);
     {
         Buf b;
-        std::mt19937_64 rng(2);
+        rng_engine rng(2);
         make(b, rng, (size_t(3) << 20) + 5, kCopy);
         parallel_memcpy(dst_of(b), b.src.data() + b.src_off, b.n);
         check(b, "parallel_memcpy without workers");
@@ -338,10 +312,7 @@ int main()
     s.copy_threads = 5;
     gpuaes_gpu_configure(&s);
     copy_pool_enter();
-    if (copy_pool_workers() != 4) {
-        std::fprintf(stderr, "FAIL: %d workers, wanted 4\n", copy_pool_workers());
-        ++g_failures;
-    }
+    CHECKF(copy_pool_workers() == 4, "%d workers, wanted 4", copy_pool_workers());
     {
         std::vector<std::thread> th;
         for (unsigned i = 0; i < 4; ++i) th.emplace_back(owner, 100 + i, 60 / kShare);
@@ -358,10 +329,7 @@ int main()
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         const double used = cpu_s() - c0;
         copy_pool_leave();
-        if (used > (kSlow > 1 ? 0.1 : 0.02)) {
-            std::fprintf(stderr, "FAIL: idle pool used %.3f CPU s in 0.2 s\n", used);
-            ++g_failures;
-        }
+        CHECKF(used <= (kSlow > 1 ? 0.1 : 0.02), "idle pool used %.3f CPU s in 0.2 s", used);
     }
     section("wake without help", 30);
     test_wake_without_help();
@@ -396,7 +364,7 @@ int main()
     section("stop asleep", 10);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     copy_pool_stop(false);
-    expect(copy_pool_workers() == 0, "workers left after a stop");
+    CHECKF(copy_pool_workers() == 0, "workers left after a stop");
 
     // The load rule live: with every CPU we may use kept busy by other
     // threads, no worker copies (the owners do).
@@ -406,7 +374,7 @@ int main()
         gpuaes_gpu_settings d = GPUAES_GPU_SETTINGS_DEFAULT;
         gpuaes_gpu_configure(&d); // no GPUAES_COPY_THREADS: the load rule decides
         copy_pool_enter();        // starts 3 workers, samples the load
-        expect(copy_pool_workers() == 3, "load rule: 3 workers made");
+        CHECKF(copy_pool_workers() == 3, "load rule: 3 workers made");
         copy_pool_leave();
         cpu_set_t set;
         CPU_ZERO(&set);
@@ -425,10 +393,7 @@ int main()
         copy_pool_leave();
         quit = true;
         for (auto &x : burn) x.join();
-        if (allowed != 0) {
-            std::fprintf(stderr, "FAIL: load rule: %d workers allowed with every CPU busy\n", allowed);
-            ++g_failures;
-        }
+        CHECKF(allowed == 0, "load rule: %d workers allowed with every CPU busy", allowed);
         copy_pool_test_auto_threads(0);
     }
 
@@ -449,10 +414,10 @@ int main()
             copy_pool_leave();
             copy_pool_stop(true);
             bad |= copy_pool_workers() != 0;
-            std::_Exit(bad || g_failures.load() != 0 ? 1 : 0);
+            std::_Exit(bad || test_failures != 0 ? 1 : 0);
         }
         int st = 0;
-        expect(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        CHECKF(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
                "fork child: the parent's workers counted, or a copy failed");
         copy_pool_leave();
     }
@@ -466,7 +431,7 @@ int main()
             const gpuaes_gpu_settings s = gpu_settings();
             while (!stop.load(std::memory_order_relaxed)) gpuaes_gpu_configure(&s);
         });
-        for (int i = 0; i < 200 && g_failures.load() == 0; ++i) {
+        for (int i = 0; i < 200 && test_failures == 0; ++i) {
             const pid_t pid = fork();
             if (pid == 0) {
                 alarm(5); // a hung child dies of SIGALRM
@@ -474,7 +439,7 @@ int main()
                 std::_Exit(0);
             }
             int st = 0;
-            expect(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+            CHECKF(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
                    "fork while configuring: the child hung on the settings lock");
         }
         stop.store(true);
@@ -485,13 +450,10 @@ int main()
     section("final stop", 30);
     copy_pool_stop(true);
     owner(300, 10);
-    if (copy_pool_workers() != 0) {
-        std::fprintf(stderr, "FAIL: workers left after the final stop\n");
-        ++g_failures;
-    }
+    CHECKF(copy_pool_workers() == 0, "workers left after the final stop");
 
-    if (g_failures.load() != 0) {
-        std::fprintf(stderr, "%d failures\n", g_failures.load());
+    if (test_failures != 0) {
+        std::fprintf(stderr, "%d failures\n", test_failures);
         return 1;
     }
     section("end", 1);

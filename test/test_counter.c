@@ -14,33 +14,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "gpuaes_counter.h"
+#include "rng.h"
 
 typedef unsigned __int128 u128;
 
-static int failures, checks;
+static rng_state rng = { 0x636f756e746572 };   /* "counter": every run checks the same values */
 
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        checks++;                                                               \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fprintf(stderr, "\n");                                              \
-            if (++failures > 20)                                                \
-                return;                                                         \
-        }                                                                       \
-    } while (0)
-
-static uint64_t rng = 0x9e3779b97f4a7c15u;
-
-static uint64_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t rnd(void) { return rng_next(&rng); }
 
 static u128 load(const unsigned char c[16])
 {
@@ -83,12 +65,12 @@ static void check_add(const unsigned char c0[16], uint64_t n)
     memcpy(c, c0, 16);
     gpuaes_ctr128_add(c, n);
     store(want, load(c0) + n);
-    CHECK(memcmp(c, want, 16) == 0, "ctr128_add(.., %llu)", (unsigned long long)n);
+    CHECKF(memcmp(c, want, 16) == 0, "ctr128_add(.., %llu)", (unsigned long long)n);
     if (n <= UINT32_MAX) {
         gpuaes_ctr_columns(c0, b);
         gpuaes_ctr128_cols(b, (uint32_t)n, &s[0], &s[1], &s[2], &s[3]);
         gpuaes_ctr_columns(want, w);
-        CHECK(memcmp(s, w, 16) == 0, "ctr128_cols(.., %llu)", (unsigned long long)n);
+        CHECKF(memcmp(s, w, 16) == 0, "ctr128_cols(.., %llu)", (unsigned long long)n);
     }
 }
 
@@ -102,14 +84,14 @@ static void check_inc32(const unsigned char c0[16], uint64_t n)
     memcpy(c, c0, 16);
     gpuaes_ctr32_add(c, n);
     store(want, hi | (uint32_t)((uint32_t)v + (uint32_t)n));
-    CHECK(memcmp(c, want, 16) == 0, "ctr32_add(.., %llu)", (unsigned long long)n);
-    CHECK(memcmp(c, c0, 12) == 0, "ctr32_add touched the upper 96 bits");
-    CHECK(gpuaes_ctr32_get(c) == (uint32_t)((uint32_t)v + (uint32_t)n), "ctr32_get");
+    CHECKF(memcmp(c, want, 16) == 0, "ctr32_add(.., %llu)", (unsigned long long)n);
+    CHECKF(memcmp(c, c0, 12) == 0, "ctr32_add touched the upper 96 bits");
+    CHECKF(gpuaes_ctr32_get(c) == (uint32_t)((uint32_t)v + (uint32_t)n), "ctr32_get");
     if (n <= UINT32_MAX) {
         gpuaes_ctr_columns(c0, b);
         gpuaes_ctr32_cols(b, (uint32_t)n, &s[0], &s[1], &s[2], &s[3]);
         gpuaes_ctr_columns(want, w);
-        CHECK(memcmp(s, w, 16) == 0, "ctr32_cols(.., %llu)", (unsigned long long)n);
+        CHECKF(memcmp(s, w, 16) == 0, "ctr32_cols(.., %llu)", (unsigned long long)n);
     }
 }
 
@@ -143,7 +125,7 @@ static void wrap128(void)
     memset(ones, 0xff, 16);
     memset(c, 0xff, 16);
     gpuaes_ctr128_add(c, 1);
-    CHECK(memcmp(c, zero, 16) == 0, "2^128 - 1 + 1 != 0");
+    CHECKF(memcmp(c, zero, 16) == 0, "2^128 - 1 + 1 != 0");
     for (uint64_t k = 1; k < 300; k++) {   /* 2^128 - k + n for n around k */
         store(c, (u128)0 - k);
         check_add(c, k - 1);
@@ -153,7 +135,7 @@ static void wrap128(void)
     }
     memset(c, 0, 16);
     gpuaes_ctr128_sub1(c);
-    CHECK(memcmp(c, ones, 16) == 0, "0 - 1 != 2^128 - 1");
+    CHECKF(memcmp(c, ones, 16) == 0, "0 - 1 != 2^128 - 1");
 }
 
 static void sub1(void)
@@ -171,7 +153,7 @@ static void sub1(void)
             v = load(c);
             gpuaes_ctr128_sub1(c);
             store(want, v - 1);
-            CHECK(memcmp(c, want, 16) == 0, "sub1 with %d low zero bytes", k);
+            CHECKF(memcmp(c, want, 16) == 0, "sub1 with %d low zero bytes", k);
         }
     }
 }
@@ -191,11 +173,11 @@ static void round_trips(void)
         gpuaes_ctr128_add(c, n);
         for (uint64_t i = 0; i < n; i++)
             gpuaes_ctr128_sub1(c);
-        CHECK(memcmp(c, c0, 16) == 0, "add %llu then sub1 x %llu", (unsigned long long)n,
-              (unsigned long long)n);
+        CHECKF(memcmp(c, c0, 16) == 0, "add %llu then sub1 x %llu", (unsigned long long)n,
+               (unsigned long long)n);
         gpuaes_ctr128_sub1(c);
         gpuaes_ctr128_add(c, 1);
-        CHECK(memcmp(c, c0, 16) == 0, "sub1 then add 1");
+        CHECKF(memcmp(c, c0, 16) == 0, "sub1 then add 1");
     }
 }
 
@@ -217,11 +199,11 @@ static void inc32(void)
             check_inc32(c, ((uint64_t)1 << 32) + 1);
         }
         memset(c + 12, 0xff, 4);
-        CHECK(gpuaes_ctr32_to_wrap(c) == 1, "to_wrap at 2^32 - 1");
+        CHECKF(gpuaes_ctr32_to_wrap(c) == 1, "to_wrap at 2^32 - 1");
         memset(c + 12, 0, 4);
-        CHECK(gpuaes_ctr32_to_wrap(c) == (uint64_t)1 << 32, "to_wrap at 0");
+        CHECKF(gpuaes_ctr32_to_wrap(c) == (uint64_t)1 << 32, "to_wrap at 0");
         c[15] = 5;
-        CHECK(gpuaes_ctr32_to_wrap(c) == ((uint64_t)1 << 32) - 5, "to_wrap at 5");
+        CHECKF(gpuaes_ctr32_to_wrap(c) == ((uint64_t)1 << 32) - 5, "to_wrap at 5");
         /* counting exactly to_wrap blocks lands on 0 in the low 32 bits */
         random_block(c);
         {
@@ -229,7 +211,7 @@ static void inc32(void)
 
             memcpy(d, c, 16);
             gpuaes_ctr32_add(d, gpuaes_ctr32_to_wrap(c));
-            CHECK(gpuaes_ctr32_get(d) == 0 && memcmp(d, c, 12) == 0, "to_wrap blocks reach the wrap");
+            CHECKF(gpuaes_ctr32_get(d) == 0 && memcmp(d, c, 12) == 0, "to_wrap blocks reach the wrap");
         }
     }
 }
@@ -242,8 +224,8 @@ static void columns(void)
     for (int i = 0; i < 16; i++)
         c[i] = (unsigned char)(i + 1);
     gpuaes_ctr_columns(c, w);
-    CHECK(w[0] == 0x01020304u && w[1] == 0x05060708u && w[2] == 0x090a0b0cu && w[3] == 0x0d0e0f10u,
-          "columns are big-endian words in order");
+    CHECKF(w[0] == 0x01020304u && w[1] == 0x05060708u && w[2] == 0x090a0b0cu && w[3] == 0x0d0e0f10u,
+           "columns are big-endian words in order");
 }
 
 int main(void)
@@ -254,6 +236,5 @@ int main(void)
     round_trips();
     inc32();
     columns();
-    printf("test_counter: %d passed, %d failed\n", checks - failures, failures);
-    return failures != 0;
+    return check_report("test_counter");
 }

@@ -41,10 +41,10 @@ static void run_cipher(test_env *env, const char *name, int enc, unsigned char *
 
         test_rand_bytes(iv, sizeof(iv));
         if (gcm && !enc) {             /* decrypt default's encryption, with its tag */
-            TEST_CHECK(api_crypt(d, 1, key, iv, aad, sizeof(aad), in, len, ct, &rl, rtag, 0));
+            CHECK(api_crypt(d, 1, key, iv, aad, sizeof(aad), in, len, ct, &rl, rtag, 0));
             src = ct;
         }
-        TEST_CHECK(api_crypt(d, enc, key, iv, aad, sizeof(aad), src, len, ref, &rl, rtag, 0));
+        CHECK(api_crypt(d, enc, key, iv, aad, sizeof(aad), src, len, ref, &rl, rtag, 0));
         for (int inplace = 0; inplace < 2; inplace++) {
             int ok;
 

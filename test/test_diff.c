@@ -25,73 +25,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+#include "size.h"
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-void drng_seed(drng *r, uint64_t seed)
-{
-    for (int i = 0; i < 4; i++) {            /* splitmix64 */
-        uint64_t z = (seed += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        r->s[i] = z ^ (z >> 31);
-    }
-}
-
-uint64_t drng_next(drng *r)
-{                                           /* xoshiro256** */
-    uint64_t *s = r->s, v = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
-    s[2] ^= t; s[3] = rotl(s[3], 45);
-    return v;
-}
-
-size_t drng_below(drng *r, size_t n) { return n == 0 ? 0 : (size_t)(drng_next(r) % n); }
-
-void drng_bytes(drng *r, unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i += 8) {
-        uint64_t v = drng_next(r);
-
-        memcpy(p + i, &v, n - i < 8 ? n - i : 8);
-    }
-}
-
-void diff_fail(const char *file, int line, const char *what, const char *desc)
-{
-    pthread_mutex_lock(&fail_lock);
-    test_fail(file, line, what);
-    if (test_failures <= 50)
-        fprintf(stderr, "  case: %s\n", desc);
-    pthread_mutex_unlock(&fail_lock);
-}
-
-size_t diff_rand_len(drng *r, size_t max)
+size_t diff_rand_len(rng_state *r, size_t max)
 {
     size_t n;
 
-    switch (drng_below(r, 10)) {
+    switch (rng_below(r, 10)) {
     case 0: n = 0; break;
-    case 1: n = drng_below(r, 33); break;
-    case 2: n = 16 * drng_below(r, 9) + drng_below(r, 3); n = n ? n - 1 : 0; break;
-    case 3: n = 4096 + drng_below(r, 33) - 16; break;
-    case 4: n = 65536 + drng_below(r, 65) - 32; break;
-    case 5: case 6: n = drng_below(r, 70000); break;
-    default: n = drng_below(r, max + 1); break;
+    case 1: n = rng_below(r, 33); break;
+    case 2: n = 16 * rng_below(r, 9) + rng_below(r, 3); n = n ? n - 1 : 0; break;
+    case 3: n = 4096 + rng_below(r, 33) - 16; break;
+    case 4: n = 65536 + rng_below(r, 65) - 32; break;
+    case 5: case 6: n = rng_below(r, 70000); break;
+    default: n = rng_below(r, max + 1); break;
     }
     return n < max ? n : max;
 }
 
-static kd_split rand_split(drng *r, size_t len)
+static kd_split rand_split(rng_state *r, size_t len)
 {
     static const kd_split_style styles[] = { KD_ONE_SHOT, KD_TINY, KD_ODD, KD_MIXED, KD_BLOCKS };
-    kd_split_style s = styles[drng_below(r, 5)];
+    kd_split_style s = styles[rng_below(r, 5)];
 
     if (s == KD_TINY && len > (64u << 10))   /* bound the number of calls (GPU latency) */
         s = KD_MIXED;
-    return kd_split_make(s, drng_next(r));
+    return kd_split_make(s, rng_next(r));
 }
 
 /* Buffers of one case, each at a random misalignment (the GPU path copies them). */
@@ -101,22 +60,22 @@ typedef struct {
     int n;
 } bufs;
 
-static unsigned char *alloc_misaligned(bufs *b, drng *r, size_t size)
+static unsigned char *alloc_misaligned(bufs *b, rng_state *r, size_t size)
 {
     unsigned char *p = malloc(size + 16);
 
     b->base[b->n++] = p;
-    return p + drng_below(r, 16);
+    return p + rng_below(r, 16);
 }
 
-static void compare_decrypt(diff_ctx *dc, drng *r, int i, const kd_op *base, size_t ctlen,
+static void compare_decrypt(diff_ctx *dc, rng_state *r, int i, const kd_op *base, size_t ctlen,
                             size_t ptlen, bufs *b, const char *desc);
 
 void diff_random_case(diff_ctx *dc, uint64_t seed, int i)
 {
     const kd_cipher *kc = &kd_ciphers[i];
     kd_mode m = kc->mode;
-    drng rs, *r = &rs;
+    rng_state rs, *r = &rs;
     int block = kd_is_block_mode(m), padding;
     size_t len, ref_len = 0, sub_len = 0;
     unsigned char key[32], iv[128], tag_ref[16], tag_sub[16];
@@ -125,32 +84,32 @@ void diff_random_case(diff_ctx *dc, uint64_t seed, int i)
     char desc[300];
     int rv;
 
-    drng_seed(r, seed);                 /* one seed per case, so that --case can rerun it */
-    padding = block && (drng_next(r) & 1);
+    rs = rng_seeded(seed);                /* one seed per case, so that --case can rerun it */
+    padding = block && (rng_next(r) & 1);
     len = diff_rand_len(r, dc->max_bytes);
     op.padding = padding;
 
     if (block && !padding)
         len -= len % 16;
-    drng_bytes(r, key, sizeof(key));
-    drng_bytes(r, iv, sizeof(iv));
-    op.ivlen = m == KD_ECB ? 0 : m != KD_GCM ? 16 : (drng_next(r) & 1) ? 12 : 1 + drng_below(r, 128);
+    rng_bytes(r, key, sizeof(key));
+    rng_bytes(r, iv, sizeof(iv));
+    op.ivlen = m == KD_ECB ? 0 : m != KD_GCM ? 16 : (rng_next(r) & 1) ? 12 : 1 + rng_below(r, 128);
     op.iv = m == KD_ECB ? NULL : iv;
-    if (m == KD_CTR && drng_below(r, 3) == 0) {  /* counter about to carry over 32, 64, 128 bits */
-        size_t k = (size_t)4 << drng_below(r, 3);
+    if (m == KD_CTR && rng_below(r, 3) == 0) {  /* counter about to carry over 32, 64, 128 bits */
+        size_t k = (size_t)4 << rng_below(r, 3);
 
         memset(iv + 16 - k, 0xff, k);
-        iv[15] = (unsigned char)(0xff - drng_below(r, 4));
+        iv[15] = (unsigned char)(0xff - rng_below(r, 4));
     }
-    op.aadlen = m == KD_GCM && (drng_next(r) & 1) ? diff_rand_len(r, 5000) : 0;
+    op.aadlen = m == KD_GCM && (rng_next(r) & 1) ? diff_rand_len(r, 5000) : 0;
     b.n = 0;
     b.pt = alloc_misaligned(&b, r, len + 16);
     b.ct_ref = alloc_misaligned(&b, r, len + 32);
     b.ct_sub = alloc_misaligned(&b, r, len + 32);
     b.out = alloc_misaligned(&b, r, len + 32);
     b.aad = alloc_misaligned(&b, r, op.aadlen + 1);
-    drng_bytes(r, b.pt, len);
-    drng_bytes(r, b.aad, op.aadlen);
+    rng_bytes(r, b.pt, len);
+    rng_bytes(r, b.aad, op.aadlen);
     op.aad = b.aad;
     snprintf(desc, sizeof(desc), "--max-bytes %zu --case %s:%llu (len=%zu padding=%d ivlen=%zu"
              " aadlen=%zu)", dc->max_bytes, kc->name, (unsigned long long)seed, len, padding,
@@ -160,16 +119,16 @@ void diff_random_case(diff_ctx *dc, uint64_t seed, int i)
     op.tag = tag_ref;
     op.split = op.aad_split = kd_split_make(KD_ONE_SHOT, 0);
     rv = kd_run(dc->ref[i], m, &op, b.pt, len, b.ct_ref, &ref_len);
-    DCHECK(rv == KD_OK, desc);
+    CHECKF(rv == KD_OK, "case: %s", desc);
     op.tag = tag_sub;
     op.split = rand_split(r, len);
     op.aad_split = rand_split(r, op.aadlen);
-    op.in_place = (int)(drng_next(r) & 1);
-    op.key_then_iv = (int)(drng_next(r) & 1);
+    op.in_place = (int)(rng_next(r) & 1);
+    op.key_then_iv = (int)(rng_next(r) & 1);
     rv = kd_run(dc->sub[i], m, &op, b.pt, len, b.ct_sub, &sub_len);
-    DCHECK(rv == KD_OK, desc);
-    DCHECK(sub_len == ref_len && memcmp(b.ct_sub, b.ct_ref, ref_len) == 0, desc);
-    DCHECK(m != KD_GCM || memcmp(tag_sub, tag_ref, 16) == 0, desc);
+    CHECKF(rv == KD_OK, "case: %s", desc);
+    CHECKF(sub_len == ref_len && memcmp(b.ct_sub, b.ct_ref, ref_len) == 0, "case: %s", desc);
+    CHECKF(m != KD_GCM || memcmp(tag_sub, tag_ref, 16) == 0, "case: %s", desc);
 
     /* Decrypt each other's ciphertext, and random input, and forged messages. */
     op.tag = tag_ref;
@@ -178,7 +137,7 @@ void diff_random_case(diff_ctx *dc, uint64_t seed, int i)
         free(b.base[k]);
 }
 
-static void compare_decrypt(diff_ctx *dc, drng *r, int i, const kd_op *base, size_t ctlen,
+static void compare_decrypt(diff_ctx *dc, rng_state *r, int i, const kd_op *base, size_t ctlen,
                             size_t ptlen, bufs *b, const char *desc)
 {
     kd_mode m = kd_ciphers[i].mode;
@@ -189,37 +148,37 @@ static void compare_decrypt(diff_ctx *dc, drng *r, int i, const kd_op *base, siz
     int rv, rv2;
 
     op.enc = 0;
-    op.taglen = 1 + drng_below(r, 16);          /* a truncated tag is a prefix of the full one */
+    op.taglen = 1 + rng_below(r, 16);          /* a truncated tag is a prefix of the full one */
     op.tag = tag;
 
     /* gpuaes decrypts default's ciphertext */
     memcpy(tag, base->tag, 16);
     op.split = rand_split(r, ctlen);
     op.aad_split = rand_split(r, op.aadlen);
-    op.in_place = may_in_place && (drng_next(r) & 1);
-    op.tag_early = (int)(drng_next(r) & 1);
+    op.in_place = may_in_place && (rng_next(r) & 1);
+    op.tag_early = (int)(rng_next(r) & 1);
     rv = kd_run(dc->sub[i], m, &op, b->ct_ref, ctlen, b->out, &outlen);
-    DCHECK(rv == KD_OK && outlen == ptlen && memcmp(b->out, b->pt, ptlen) == 0, desc);
+    CHECKF(rv == KD_OK && outlen == ptlen && memcmp(b->out, b->pt, ptlen) == 0, "case: %s", desc);
 
     /* default decrypts gpuaes's ciphertext (the same bytes if encryption agreed) */
     op.split = rand_split(r, ctlen);
     op.in_place = 0;
     rv = kd_run(dc->ref[i], m, &op, b->ct_sub, ctlen, b->out, &outlen);
-    DCHECK(rv == KD_OK && outlen == ptlen && memcmp(b->out, b->pt, ptlen) == 0, desc);
+    CHECKF(rv == KD_OK && outlen == ptlen && memcmp(b->out, b->pt, ptlen) == 0, "case: %s", desc);
 
     if (m == KD_GCM) {            /* one flipped bit in tag, ciphertext or AAD: final must fail */
-        size_t where = drng_below(r, 3);
+        size_t where = rng_below(r, 3);
         unsigned char *ctcopy = malloc(ctlen + 1);
 
         memcpy(ctcopy, b->ct_ref, ctlen);
         if (where == 1 && ctlen > 0)
-            ctcopy[drng_below(r, ctlen)] ^= (unsigned char)(1u << drng_below(r, 8));
+            ctcopy[rng_below(r, ctlen)] ^= (unsigned char)(1u << rng_below(r, 8));
         else if (where == 2 && op.aadlen > 0)
-            b->aad[drng_below(r, op.aadlen)] ^= (unsigned char)(1u << drng_below(r, 8));
+            b->aad[rng_below(r, op.aadlen)] ^= (unsigned char)(1u << rng_below(r, 8));
         else
-            tag[drng_below(r, op.taglen)] ^= (unsigned char)(1u << drng_below(r, 8));
+            tag[rng_below(r, op.taglen)] ^= (unsigned char)(1u << rng_below(r, 8));
         op.split = rand_split(r, ctlen);
-        op.in_place = (int)(drng_next(r) & 1);
+        op.in_place = (int)(rng_next(r) & 1);
         rv = kd_run(dc->sub[i], m, &op, ctcopy, ctlen, b->out, &outlen);
         /* The tag is truncated to op.taglen (1..16) bytes: a forgery passes with
          * probability 2^-(8 * taglen), in the default provider too, so the verdict
@@ -229,44 +188,30 @@ static void compare_decrypt(diff_ctx *dc, drng *r, int i, const kd_op *base, siz
         if (rv != rv2 || (op.taglen >= 8 && rv != KD_FINAL_FAILED))
             fprintf(stderr, "flipped bit (%s), %zu-byte tag: gpuaes %d, default %d\n",
                     where == 1 ? "ciphertext" : where == 2 ? "aad" : "tag", op.taglen, rv, rv2);
-        DCHECK(rv == rv2 && (op.taglen < 8 || rv == KD_FINAL_FAILED), desc);
+        CHECKF(rv == rv2 && (op.taglen < 8 || rv == KD_FINAL_FAILED), "case: %s", desc);
         free(ctcopy);
     }
 
     /* Decrypting random bytes: same output and same verdict (bad padding, bad tag) */
     rlen = kd_is_block_mode(m) ? ctlen - ctlen % 16 : ctlen;
     rnd = malloc(rlen + 1);
-    drng_bytes(r, rnd, rlen);
-    drng_bytes(r, tag, sizeof(tag));
+    rng_bytes(r, rnd, rlen);
+    rng_bytes(r, tag, sizeof(tag));
     op.split = op.aad_split = kd_split_make(KD_ONE_SHOT, 0);
     op.in_place = 0;
     rv = kd_run(dc->ref[i], m, &op, rnd, rlen, b->ct_sub, &outlen2);
     op.split = rand_split(r, rlen);
     op.aad_split = rand_split(r, op.aadlen);
-    op.in_place = may_in_place && (drng_next(r) & 1);
+    op.in_place = may_in_place && (rng_next(r) & 1);
     rv2 = kd_run(dc->sub[i], m, &op, rnd, rlen, b->out, &outlen);
-    DCHECK(rv != KD_ERROR && rv2 == rv && outlen == outlen2, desc);
-    DCHECK(memcmp(b->out, b->ct_sub, outlen < outlen2 ? outlen : outlen2) == 0, desc);
+    CHECKF(rv != KD_ERROR && rv2 == rv && outlen == outlen2, "case: %s", desc);
+    CHECKF(memcmp(b->out, b->ct_sub, outlen < outlen2 ? outlen : outlen2) == 0, "case: %s", desc);
     free(rnd);
 }
 
 /* Options */
 static int gpu, big, migrate, threads, fused;
 static const char *one_case;
-
-static size_t parse_size(const char *s)
-{
-    char *end;
-    size_t v = (size_t)strtoull(s, &end, 0);
-
-    if (*end == 'K' || *end == 'k')
-        v <<= 10;
-    else if (*end == 'M' || *end == 'm')
-        v <<= 20;
-    else if (*end == 'G' || *end == 'g')
-        v <<= 30;
-    return v;
-}
 
 static int parse_args(diff_ctx *dc, int argc, char **argv)
 {
@@ -283,8 +228,12 @@ static int parse_args(diff_ctx *dc, int argc, char **argv)
             migrate = 1;
         else if (strcmp(o, "--fused") == 0)
             fused = 1;
-        else if (strcmp(o, "--max-bytes") == 0 && v != NULL && ++a)
-            dc->max_bytes = parse_size(v);
+        else if (strcmp(o, "--max-bytes") == 0 && v != NULL && ++a) {
+            if (!size_parse(v, &dc->max_bytes)) {
+                fprintf(stderr, "--max-bytes: bad size %s\n", v);
+                return 0;
+            }
+        }
         else if (strcmp(o, "--iterations") == 0 && v != NULL && ++a)
             dc->iterations = atoi(v);
         else if (strcmp(o, "--threads") == 0 && v != NULL && ++a)
@@ -300,11 +249,11 @@ static int parse_args(diff_ctx *dc, int argc, char **argv)
 }
 
 /* Each cipher in turn: random cases, then the long-lived context tests. */
-static void run_all(diff_ctx *dc, drng *r)
+static void run_all(diff_ctx *dc, rng_state *r)
 {
     for (int i = 0; i < KD_NCIPHERS; i++) {
         for (int it = 0; it < dc->iterations; it++)
-            diff_random_case(dc, drng_next(r), i);
+            diff_random_case(dc, rng_next(r), i);
         diff_switching(dc, r, i);
         diff_dupctx(dc, r, i);
         diff_reinit(dc, r, i);
@@ -324,32 +273,32 @@ typedef struct {
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    drng r;
+    rng_state r;
 
-    drng_seed(&r, w->seed);
+    r = rng_seeded(w->seed);
     for (int it = 0; it < w->dc->iterations; it++) {
-        int i = (int)drng_below(&r, KD_NCIPHERS);
+        int i = (int)rng_below(&r, KD_NCIPHERS);
 
-        switch (drng_below(&r, 16)) {
+        switch (rng_below(&r, 16)) {
         case 0: case 1: diff_switching(w->dc, &r, i); break;
         case 2: case 3: diff_dupctx(w->dc, &r, i); break;
         case 4: case 5: diff_reinit(w->dc, &r, i); break;
         case 6: diff_wrap(w->dc, &r); break;
-        default: diff_random_case(w->dc, drng_next(&r), i); break;
+        default: diff_random_case(w->dc, rng_next(&r), i); break;
         }
     }
     return NULL;
 }
 
-static void run_threads(diff_ctx *dc, drng *r)
+static void run_threads(diff_ctx *dc, rng_state *r)
 {
     worker *w = calloc((size_t)threads, sizeof(*w));
 
     for (int t = 0; t < threads; t++) {
         w[t].dc = dc;
-        w[t].seed = drng_next(r);
+        w[t].seed = rng_next(r);
         if (pthread_create(&w[t].tid, NULL, worker_main, &w[t]) != 0) {
-            TEST_CHECK(!"pthread_create");
+            CHECK(!"pthread_create");
             threads = t;
         }
     }
@@ -364,7 +313,7 @@ static void rerun_case(diff_ctx *dc, const char *spec)
     unsigned long long seed = 0;
 
     if (sscanf(spec, "%31[^:]:%llu", name, &seed) != 2) {
-        TEST_CHECK(!"--case wants CIPHER:SEED");
+        CHECK(!"--case wants CIPHER:SEED");
         return;
     }
     for (int i = 0; i < KD_NCIPHERS; i++)
@@ -372,19 +321,19 @@ static void rerun_case(diff_ctx *dc, const char *spec)
             diff_random_case(dc, seed, i);
             return;
         }
-    TEST_CHECK(!"--case: unknown cipher");
+    CHECK(!"--case: unknown cipher");
 }
 
 int main(int argc, char **argv)
 {
     static diff_ctx dc;
     uint64_t gpu_before = 0, errors_before = 0, fused_before = 0;
-    drng r;
+    rng_state r;
 
     if (!parse_args(&dc, argc, argv))
         return 2;
     test_seed(0x64696666);
-    drng_seed(&r, test_rand64());
+    r = rng_seeded(test_rand64());
     if (!test_env_open(&dc.env))
         return 1;
     for (int i = 0; i < KD_NCIPHERS; i++) {
@@ -420,14 +369,14 @@ int main(int argc, char **argv)
         printf("gpu-bytes %llu -> %llu, gpu-errors %llu -> %llu\n",
                (unsigned long long)gpu_before, (unsigned long long)after,
                (unsigned long long)errors_before, (unsigned long long)errors);
-        TEST_CHECK(after > gpu_before);          /* the GPU really did part of the work */
-        TEST_CHECK(errors == errors_before);     /* and no GPU failure was papered over */
+        CHECK(after > gpu_before);          /* the GPU really did part of the work */
+        CHECK(errors == errors_before);     /* and no GPU failure was papered over */
         if (fused) {
             uint64_t f = test_u64_param(&dc.env, "gcm-fused-bytes");
 
             printf("gcm-fused-bytes %llu -> %llu\n", (unsigned long long)fused_before,
                    (unsigned long long)f);
-            TEST_CHECK(f > fused_before);        /* the stitched CPU pass really ran */
+            CHECK(f > fused_before);        /* the stitched CPU pass really ran */
         }
     }
     for (int i = 0; i < KD_NCIPHERS; i++) {

@@ -6,15 +6,8 @@
 #include <stdint.h>
 
 #include "kat_diff_op.h"
+#include "rng.h"          /* an rng_state per thread and per case */
 #include "testutil.h"
-
-/* Random numbers with private state: one per thread (testutil's generator is global). */
-typedef struct { uint64_t s[4]; } drng;
-
-void drng_seed(drng *r, uint64_t seed);
-uint64_t drng_next(drng *r);
-size_t drng_below(drng *r, size_t n);        /* 0 when n == 0 */
-void drng_bytes(drng *r, unsigned char *p, size_t n);
 
 typedef struct {
     test_env env;
@@ -24,30 +17,25 @@ typedef struct {
     int iterations;                 /* random cases per cipher (per thread with --threads) */
 } diff_ctx;
 
-/* Thread-safe failure report: prints what and the case description, counts a failure. */
-void diff_fail(const char *file, int line, const char *what, const char *desc);
-#define DCHECK(cond, desc) \
-    do { if (!(cond)) diff_fail(__FILE__, __LINE__, #cond, (desc)); } while (0)
-
 /* A random message length in 0..max with weight on boundaries (0, blocks +-1, 4 KiB, 64 KiB). */
-size_t diff_rand_len(drng *r, size_t max);
+size_t diff_rand_len(rng_state *r, size_t max);
 
 /* test_diff.c: one random encrypt/decrypt/cross-decrypt case for cipher i. */
 void diff_random_case(diff_ctx *dc, uint64_t seed, int i);
 
 /* test_diff_stream.c: long-lived contexts. */
-void diff_switching(diff_ctx *dc, drng *r, int i);   /* CPU/GPU alternation, num and IV state */
-void diff_dupctx(diff_ctx *dc, drng *r, int i);      /* EVP_CIPHER_CTX_copy mid-stream */
-void diff_reinit(diff_ctx *dc, drng *r, int i);      /* re-init with NULL key / NULL IV */
+void diff_switching(diff_ctx *dc, rng_state *r, int i);   /* CPU/GPU alternation, num and IV state */
+void diff_dupctx(diff_ctx *dc, rng_state *r, int i);      /* EVP_CIPHER_CTX_copy mid-stream */
+void diff_reinit(diff_ctx *dc, rng_state *r, int i);      /* re-init with NULL key / NULL IV */
 
 /* test_diff_wrap.c: CTR and GCM counters wrapping inside long messages. */
-void diff_wrap(diff_ctx *dc, drng *r);
+void diff_wrap(diff_ctx *dc, rng_state *r);
 
 /* test_diff_migrate.c: GCM messages moving from the CPU to the GPU mid-message
  * (needs GPUAES_OFFLOAD_MIN_BYTES above 64 KiB). */
-void diff_migrate(diff_ctx *dc, drng *r);
+void diff_migrate(diff_ctx *dc, rng_state *r);
 
 /* test_diff_big.c: 64 MiB and 1 GiB in place, every GPU mode and key size. */
-void diff_big(diff_ctx *dc, drng *r);
+void diff_big(diff_ctx *dc, rng_state *r);
 
 #endif

@@ -50,15 +50,15 @@ static void run_pair(diff_ctx *dc, int i, kd_op *op, kd_split split, unsigned ch
     op->tag = tag_b;
     rb = kd_run(dc->ref[i], kd_ciphers[i].mode, op, b, len, b, &lb);
     t2 = now();
-    DCHECK(ra == KD_OK && rb == KD_OK && la == len && lb == len, desc);
-    DCHECK(memcmp(a, b, len) == 0, desc);
-    DCHECK(memcmp(tag_a, tag_b, 16) == 0, desc);
+    CHECKF(ra == KD_OK && rb == KD_OK && la == len && lb == len, "case: %s", desc);
+    CHECKF(memcmp(a, b, len) == 0, "case: %s", desc);
+    CHECKF(memcmp(tag_a, tag_b, 16) == 0, "case: %s", desc);
     memcpy(tag, tag_b, 16);
     printf("  %-36s gpuaes %6.2f s, default %6.2f s\n", desc, t1 - t0, t2 - t1);
     fflush(stdout);
 }
 
-void diff_big(diff_ctx *dc, drng *r)
+void diff_big(diff_ctx *dc, rng_state *r)
 {
     static const struct { kd_mode m; int enc; } ops[] = {
         { KD_ECB, 1 }, { KD_ECB, 0 }, { KD_CTR, 1 }, { KD_CBC, 0 }, { KD_CFB, 0 }, { KD_GCM, 1 },
@@ -70,7 +70,7 @@ void diff_big(diff_ctx *dc, drng *r)
         unsigned char *a = malloc(len + 32), *b = malloc(len + 32);
 
         if (a == NULL || b == NULL) {
-            DCHECK(!"out of memory", "big");
+            CHECKF(!"out of memory", "case: %s", "big");
             free(a);
             free(b);
             return;
@@ -85,27 +85,27 @@ void diff_big(diff_ctx *dc, drng *r)
                              .ivlen = m == KD_ECB ? 0 : m == KD_GCM ? 12 : 16, .aad = aad,
                              .aadlen = m == KD_GCM ? sizeof(aad) : 0, .taglen = 16 };
                 /* 64 MiB: gpuaes gets mixed cuts; 1 GiB: one call, as an application would */
-                kd_split split = kd_split_make(s == 0 ? KD_MIXED : KD_ONE_SHOT, drng_next(r));
+                kd_split split = kd_split_make(s == 0 ? KD_MIXED : KD_ONE_SHOT, rng_next(r));
                 char desc[96];
 
-                drng_bytes(r, key, sizeof(key));
-                drng_bytes(r, iv, sizeof(iv));
-                drng_bytes(r, aad, sizeof(aad));
-                drng_bytes(r, a, len);
+                rng_bytes(r, key, sizeof(key));
+                rng_bytes(r, iv, sizeof(iv));
+                rng_bytes(r, aad, sizeof(aad));
+                rng_bytes(r, a, len);
                 memcpy(b, a, len);
                 snprintf(desc, sizeof(desc), "%s %s %zu MiB", kc->name,
                          op.enc ? "encrypt" : "decrypt", len >> 20);
                 if (m == KD_GCM)
-                    DCHECK(sha256(dc, a, len, md[0]), desc);
+                    CHECKF(sha256(dc, a, len, md[0]), "case: %s", desc);
                 run_pair(dc, i, &op, split, a, b, len, tag, desc);
                 if (m != KD_GCM)
                     continue;
                 /* GCM decryption of that ciphertext, with its tag: the plaintext again */
                 op.enc = 0;
                 snprintf(desc, sizeof(desc), "%s decrypt %zu MiB", kc->name, len >> 20);
-                run_pair(dc, i, &op, kd_split_make(s == 0 ? KD_ODD : KD_ONE_SHOT, drng_next(r)),
+                run_pair(dc, i, &op, kd_split_make(s == 0 ? KD_ODD : KD_ONE_SHOT, rng_next(r)),
                          a, b, len, tag, desc);
-                DCHECK(sha256(dc, a, len, md[1]) && memcmp(md[0], md[1], 32) == 0, desc);
+                CHECKF(sha256(dc, a, len, md[1]) && memcmp(md[0], md[1], 32) == 0, "case: %s", desc);
             }
         free(a);
         free(b);

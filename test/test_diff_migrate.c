@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "size.h"
 #include "test_diff.h"
 
 #define FIRST_MIN ((size_t)64 << 10)  /* DISPATCH_SAMPLE: a first update this large may move later */
@@ -40,25 +41,25 @@ static uint64_t mig_update(diff_ctx *dc, mig *m, const unsigned char *src, size_
         if (k == 0)
             before = test_gpu_bytes(&dc->env) - before;
     }
-    DCHECK(rv[0] == 1 && rv[1] == 1 && outl[0] == outl[1] && (size_t)outl[1] == n, m->desc);
+    CHECKF(rv[0] == 1 && rv[1] == 1 && outl[0] == outl[1] && (size_t)outl[1] == n, "case: %s", m->desc);
     for (int k = 0; k < 2; k++)
         if (m->in_place)
             memcpy(m->out[k] + pos, m->buf[k] + pos, n);
-    DCHECK(memcmp(m->out[0] + pos, m->out[1] + pos, n) == 0, m->desc);
+    CHECKF(memcmp(m->out[0] + pos, m->out[1] + pos, n) == 0, "case: %s", m->desc);
     return before;
 }
 
 /* One message: AAD, CPU updates, a move at a block boundary, more, final.
  * enc: *tag gets the tag, ct the ciphertext; decrypting: src is ct, tag checked. */
-static void mig_message(diff_ctx *dc, drng *r, int i, kd_op *op, size_t t, const unsigned char *aad,
+static void mig_message(diff_ctx *dc, rng_state *r, int i, kd_op *op, size_t t, const unsigned char *aad,
                         size_t aadlen, const unsigned char *src, unsigned char *ct, size_t cap,
                         unsigned char tag[16], int wrong_tag)
 {
     /* (Both passes draw the same numbers: the same lengths.) */
-    mig m = { .in_place = (int)(drng_next(r) & 1) };
+    mig m = { .in_place = (int)(rng_next(r) & 1) };
     char desc[200];
-    size_t pos = 0, n, cut = drng_below(r, aadlen + 1);
-    int moved = 0, ok = 1, early = (int)(drng_next(r) & 1);
+    size_t pos = 0, n, cut = rng_below(r, aadlen + 1);
+    int moved = 0, ok = 1, early = (int)(rng_next(r) & 1);
     uint64_t grew;
 
     snprintf(desc, sizeof(desc), "migrate %s %s ivlen=%zu aad=%zu %s", kd_ciphers[i].name,
@@ -80,38 +81,38 @@ static void mig_message(diff_ctx *dc, drng *r, int i, kd_op *op, size_t t, const
             ok = EVP_CipherUpdate(m.c[k], NULL, &outl, aad + a, (int)((a < cut ? cut : aadlen) - a));
         }
     }
-    DCHECK(ok, desc);
+    CHECKF(ok, "case: %s", desc);
     if (!ok)
         goto done;
     /* On the CPU: a first update the GPU does not take, then small ones. */
-    n = FIRST_MIN + drng_below(r, t - FIRST_MIN);
-    DCHECK(mig_update(dc, &m, src, pos, n) == 0, desc);
+    n = FIRST_MIN + rng_below(r, t - FIRST_MIN);
+    CHECKF(mig_update(dc, &m, src, pos, n) == 0, "case: %s", desc);
     pos += n;
-    for (int j = (int)drng_below(r, 3); j > 0; j--) {
-        n = drng_below(r, 5000);
-        DCHECK(mig_update(dc, &m, src, pos, n) == 0, desc);
+    for (int j = (int)rng_below(r, 3); j > 0; j--) {
+        n = rng_below(r, 5000);
+        CHECKF(mig_update(dc, &m, src, pos, n) == 0, "case: %s", desc);
         pos += n;
     }
     /* Unaligned: a large update stays on the CPU; then the block is completed. */
     if (pos % 16 != 0) {
-        if (drng_below(r, 2) == 0) {
-            n = t + 16 * drng_below(r, t / 16);   /* keeps pos unaligned */
-            DCHECK(mig_update(dc, &m, src, pos, n) == 0, desc);
+        if (rng_below(r, 2) == 0) {
+            n = t + 16 * rng_below(r, t / 16);   /* keeps pos unaligned */
+            CHECKF(mig_update(dc, &m, src, pos, n) == 0, "case: %s", desc);
             pos += n;
         }
-        n = 16 - pos % 16 + 16 * drng_below(r, 3);
-        DCHECK(mig_update(dc, &m, src, pos, n) == 0, desc);
+        n = 16 - pos % 16 + 16 * rng_below(r, 3);
+        CHECKF(mig_update(dc, &m, src, pos, n) == 0, "case: %s", desc);
         pos += n;
     }
     /* Aligned and large: the message moves, and this update runs on the GPU. */
-    n = t + drng_below(r, t);
+    n = t + rng_below(r, t);
     grew = mig_update(dc, &m, src, pos, n);
-    DCHECK(grew > 0, desc);
+    CHECKF(grew > 0, "case: %s", desc);
     moved = grew > 0;
     pos += n;
     /* On gpuaes's engine: any sizes. */
-    for (int j = 1 + (int)drng_below(r, 3); j > 0; j--) {
-        n = drng_below(r, 2) ? drng_below(r, 100) : t + drng_below(r, t);
+    for (int j = 1 + (int)rng_below(r, 3); j > 0; j--) {
+        n = rng_below(r, 2) ? rng_below(r, 100) : t + rng_below(r, t);
         mig_update(dc, &m, src, pos, n);
         pos += n;
     }
@@ -120,17 +121,17 @@ static void mig_message(diff_ctx *dc, drng *r, int i, kd_op *op, size_t t, const
         int rv[2], outl;
 
         memcpy(bad, tag, 16);
-        bad[drng_below(r, 16)] ^= 1;
+        bad[rng_below(r, 16)] ^= 1;
         for (int k = 0; k < 2; k++) {
             if (!op->enc)
-                DCHECK(kd_set_tag(m.c[k], wrong_tag ? bad : tag, 16), desc);
+                CHECKF(kd_set_tag(m.c[k], wrong_tag ? bad : tag, 16), "case: %s", desc);
             rv[k] = EVP_CipherFinal_ex(m.c[k], m.out[k] + pos, &outl);
             memset(tags[k], 0, 16);
             if (op->enc)
-                DCHECK(kd_get_tag(m.c[k], tags[k], 16), desc);
+                CHECKF(kd_get_tag(m.c[k], tags[k], 16), "case: %s", desc);
         }
-        DCHECK(rv[0] == rv[1] && rv[1] == (op->enc || !wrong_tag), desc);
-        DCHECK(memcmp(tags[0], tags[1], 16) == 0, desc);
+        CHECKF(rv[0] == rv[1] && rv[1] == (op->enc || !wrong_tag), "case: %s", desc);
+        CHECKF(memcmp(tags[0], tags[1], 16) == 0, "case: %s", desc);
         if (op->enc) {
             memcpy(tag, tags[1], 16);
             memcpy(ct, m.out[1], pos);
@@ -145,15 +146,15 @@ static void mig_message(diff_ctx *dc, drng *r, int i, kd_op *op, size_t t, const
     }
 }
 
-void diff_migrate(diff_ctx *dc, drng *r)
+void diff_migrate(diff_ctx *dc, rng_state *r)
 {
     static const size_t aadlens[] = { 0, 5, 17, 300 };
     const char *e = getenv("GPUAES_OFFLOAD_MIN_BYTES");
-    size_t t = e != NULL ? (size_t)strtoull(e, NULL, 10) : 0, cap;
+    size_t t = 0, cap;
     unsigned char key[32], iv[128], aad[300], tag[16], *in, *ct;
 
-    if (t <= FIRST_MIN + 5000) {
-        TEST_CHECK(!"--migrate wants GPUAES_OFFLOAD_MIN_BYTES above 64 KiB + 5000");
+    if (e == NULL || !size_parse(e, &t) || t <= FIRST_MIN + 5000) {
+        CHECK(!"--migrate wants GPUAES_OFFLOAD_MIN_BYTES above 64 KiB + 5000");
         return;
     }
     cap = 12 * t + 16384;             /* more than the largest message mig_message makes */
@@ -164,16 +165,16 @@ void diff_migrate(diff_ctx *dc, drng *r)
             continue;
         for (int it = 0; it < dc->iterations; it++) {
             size_t aadlen = aadlens[it % 4];
-            kd_op op = { .key = key, .iv = iv, .key_then_iv = (int)(drng_next(r) & 1) };
+            kd_op op = { .key = key, .iv = iv, .key_then_iv = (int)(rng_next(r) & 1) };
 
-            drng_bytes(r, key, sizeof(key));
-            drng_bytes(r, iv, sizeof(iv));
-            drng_bytes(r, aad, sizeof(aad));
-            drng_bytes(r, in, cap);
-            op.ivlen = it % 2 == 0 ? 12 : 1 + drng_below(r, 128);
+            rng_bytes(r, key, sizeof(key));
+            rng_bytes(r, iv, sizeof(iv));
+            rng_bytes(r, aad, sizeof(aad));
+            rng_bytes(r, in, cap);
+            op.ivlen = it % 2 == 0 ? 12 : 1 + rng_below(r, 128);
             /* the same random choices for both passes: the same lengths */
             {
-                drng saved = *r;
+                rng_state saved = *r;
 
                 op.enc = 1;
                 mig_message(dc, r, i, &op, t, aad, aadlen, in, ct, cap, tag, 0);

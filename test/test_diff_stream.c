@@ -49,7 +49,7 @@ static int set_open(ctxset *s, diff_ctx *dc, int i, const kd_op *op, size_t maxc
     for (int k = 0; k < 2; k++) {
         s->c[k] = EVP_CIPHER_CTX_new();
         if (s->c[k] == NULL || !kd_init(s->c[k], k == 0 ? dc->sub[i] : dc->ref[i], s->m, op)) {
-            DCHECK(!"init", desc);
+            CHECKF(!"init", "case: %s", desc);
             return 0;
         }
     }
@@ -77,15 +77,15 @@ static void compare_state(ctxset *s, int k)
 
         ok[j] = EVP_CIPHER_CTX_get_params(s->c[j == 0 ? k : s->n - 1], p);
     }
-    DCHECK(ok[0] == ok[1] && num[0] == num[1], s->desc);
-    DCHECK(memcmp(iv[0], iv[1], 16) == 0, s->desc);
-    DCHECK(memcmp(oiv[0], oiv[1], 16) == 0, s->desc);
+    CHECKF(ok[0] == ok[1] && num[0] == num[1], "case: %s", s->desc);
+    CHECKF(memcmp(iv[0], iv[1], 16) == 0, "case: %s", s->desc);
+    CHECKF(memcmp(oiv[0], oiv[1], 16) == 0, "case: %s", s->desc);
 }
 
 /* One update of n bytes on every context, in a random order; outputs compared. */
-static void update_all(ctxset *s, drng *r, const unsigned char *in, size_t n)
+static void update_all(ctxset *s, rng_state *r, const unsigned char *in, size_t n)
 {
-    int outl[MAXCTX], rv[MAXCTX], first = (int)drng_below(r, (size_t)s->n);
+    int outl[MAXCTX], rv[MAXCTX], first = (int)rng_below(r, (size_t)s->n);
 
     for (int j = 0; j < s->n; j++) {
         int k = (first + j) % s->n;
@@ -94,13 +94,13 @@ static void update_all(ctxset *s, drng *r, const unsigned char *in, size_t n)
         rv[k] = EVP_CipherUpdate(s->c[k], s->out[k], &outl[k], in, (int)n);
     }
     for (int k = 0; k < s->n - 1; k++) {
-        DCHECK(rv[k] == rv[s->n - 1] && rv[k] == 1 && outl[k] == outl[s->n - 1], s->desc);
-        DCHECK(memcmp(s->out[k], s->out[s->n - 1], (size_t)outl[s->n - 1]) == 0, s->desc);
+        CHECKF(rv[k] == rv[s->n - 1] && rv[k] == 1 && outl[k] == outl[s->n - 1], "case: %s", s->desc);
+        CHECKF(memcmp(s->out[k], s->out[s->n - 1], (size_t)outl[s->n - 1]) == 0, "case: %s", s->desc);
         compare_state(s, k);
     }
 }
 
-static void feed_all(ctxset *s, drng *r, const unsigned char *in, size_t len, kd_split split)
+static void feed_all(ctxset *s, rng_state *r, const unsigned char *in, size_t len, kd_split split)
 {
     for (size_t pos = 0; pos < len;) {
         size_t n = kd_split_next(&split, len - pos);
@@ -118,7 +118,7 @@ static void aad_all(ctxset *s, const unsigned char *aad, size_t len, kd_split sp
         for (int k = 0; k < s->n; k++) {
             int outl = 0;
 
-            DCHECK(EVP_CipherUpdate(s->c[k], NULL, &outl, aad + pos, (int)n), s->desc);
+            CHECKF(EVP_CipherUpdate(s->c[k], NULL, &outl, aad + pos, (int)n), "case: %s", s->desc);
         }
         pos += n;
     }
@@ -132,17 +132,17 @@ static int final_all(ctxset *s, const unsigned char *dec_tag, unsigned char *enc
 
     for (int k = 0; k < s->n; k++) {
         if (s->m == KD_GCM && !s->enc)
-            DCHECK(kd_set_tag(s->c[k], dec_tag, 16), s->desc);
+            CHECKF(kd_set_tag(s->c[k], dec_tag, 16), "case: %s", s->desc);
         outl[k] = 0;
         rv[k] = EVP_CipherFinal_ex(s->c[k], s->out[k], &outl[k]);
         memset(tags[k], 0, 16);
         if (s->m == KD_GCM && s->enc)
-            DCHECK(kd_get_tag(s->c[k], tags[k], 16), s->desc);
+            CHECKF(kd_get_tag(s->c[k], tags[k], 16), "case: %s", s->desc);
     }
     for (int k = 0; k < s->n - 1; k++) {
-        DCHECK(rv[k] == rv[s->n - 1] && outl[k] == outl[s->n - 1], s->desc);
-        DCHECK(memcmp(s->out[k], s->out[s->n - 1], (size_t)outl[s->n - 1]) == 0, s->desc);
-        DCHECK(memcmp(tags[k], tags[s->n - 1], 16) == 0, s->desc);
+        CHECKF(rv[k] == rv[s->n - 1] && outl[k] == outl[s->n - 1], "case: %s", s->desc);
+        CHECKF(memcmp(s->out[k], s->out[s->n - 1], (size_t)outl[s->n - 1]) == 0, "case: %s", s->desc);
+        CHECKF(memcmp(tags[k], tags[s->n - 1], 16) == 0, "case: %s", s->desc);
     }
     if (enc_tag != NULL)
         memcpy(enc_tag, tags[s->n - 1], 16);
@@ -150,23 +150,23 @@ static int final_all(ctxset *s, const unsigned char *dec_tag, unsigned char *enc
 }
 
 /* Random key, IV (GCM: 12 bytes or 1..128) and AAD for op; padding off. */
-static void rand_op(kd_op *op, drng *r, kd_mode m, unsigned char *key, unsigned char *iv)
+static void rand_op(kd_op *op, rng_state *r, kd_mode m, unsigned char *key, unsigned char *iv)
 {
     memset(op, 0, sizeof(*op));
-    drng_bytes(r, key, 32);
-    drng_bytes(r, iv, 128);
+    rng_bytes(r, key, 32);
+    rng_bytes(r, iv, 128);
     op->key = key;
     op->iv = m == KD_ECB ? NULL : iv;
-    op->ivlen = m == KD_ECB ? 0 : m != KD_GCM ? 16 : (drng_next(r) & 1) ? 12 : 1 + drng_below(r, 128);
-    op->key_then_iv = (int)(drng_next(r) & 1);
+    op->ivlen = m == KD_ECB ? 0 : m != KD_GCM ? 16 : (rng_next(r) & 1) ? 12 : 1 + rng_below(r, 128);
+    op->key_then_iv = (int)(rng_next(r) & 1);
 }
 
-static kd_split shared_split(drng *r)
+static kd_split shared_split(rng_state *r)
 {
-    return kd_split_make((drng_next(r) & 1) ? KD_MIXED : KD_ODD, drng_next(r));
+    return kd_split_make((rng_next(r) & 1) ? KD_MIXED : KD_ODD, rng_next(r));
 }
 
-void diff_switching(diff_ctx *dc, drng *r, int i)
+void diff_switching(diff_ctx *dc, rng_state *r, int i)
 {
     /* straddle a 4 KiB threshold every time: small, large, tiny, huge, ... */
     static const size_t seq[] = { 100, 65536 + 5, 7, 3u << 20, 16, 4095, 4096, 4097, 1,
@@ -183,8 +183,8 @@ void diff_switching(diff_ctx *dc, drng *r, int i)
     in = malloc(total);
     ct = malloc(total + 32);
     rand_op(&op, r, m, key, iv);
-    drng_bytes(r, aad, sizeof(aad));
-    drng_bytes(r, in, total);
+    rng_bytes(r, aad, sizeof(aad));
+    rng_bytes(r, in, total);
     for (int enc = 1; enc >= 0; enc--) {
         ctxset s;
 
@@ -196,7 +196,7 @@ void diff_switching(diff_ctx *dc, drng *r, int i)
             break;
         }
         if (m == KD_GCM)
-            aad_all(&s, aad, sizeof(aad), kd_split_make(KD_TINY, drng_next(r)));
+            aad_all(&s, aad, sizeof(aad), kd_split_make(KD_TINY, rng_next(r)));
         pos = 0;
         for (size_t j = 0; j < sizeof(seq) / sizeof(seq[0]); j++) {
             size_t n = seq[j] < dc->max_bytes ? seq[j] : dc->max_bytes;
@@ -211,14 +211,14 @@ void diff_switching(diff_ctx *dc, drng *r, int i)
             pos += 16 - pos % 16;
         }
         /* whole blocks, padding off, GCM ciphertext with its own tag: final must succeed */
-        DCHECK(final_all(&s, tag, tag) == 1, desc);
+        CHECKF(final_all(&s, tag, tag) == 1, "case: %s", desc);
         set_free(&s);
     }
     free(in);
     free(ct);
 }
 
-void diff_dupctx(diff_ctx *dc, drng *r, int i)
+void diff_dupctx(diff_ctx *dc, rng_state *r, int i)
 {
     kd_mode m = kd_ciphers[i].mode;
     size_t len = diff_rand_len(r, dc->max_bytes < (2u << 20) ? dc->max_bytes : (2u << 20)), cut;
@@ -228,12 +228,12 @@ void diff_dupctx(diff_ctx *dc, drng *r, int i)
 
     if (kd_is_block_mode(m))
         len -= len % 16;
-    cut = drng_below(r, 4) == 0 ? 0 : drng_below(r, len + 1);
+    cut = rng_below(r, 4) == 0 ? 0 : rng_below(r, len + 1);
     in = malloc(len + 1);
     gcm_ct = malloc(len + 32);
     rand_op(&op, r, m, key, iv);
-    drng_bytes(r, aad, sizeof(aad));
-    drng_bytes(r, in, len);
+    rng_bytes(r, aad, sizeof(aad));
+    rng_bytes(r, in, len);
     for (int enc = 1; enc >= 0; enc--) {
         const unsigned char *src = enc || m != KD_GCM ? in : gcm_ct;
         kd_split split = shared_split(r);
@@ -248,7 +248,7 @@ void diff_dupctx(diff_ctx *dc, drng *r, int i)
             break;
         }
         if (m == KD_GCM)
-            aad_all(&s, aad, sizeof(aad), kd_split_make(KD_TINY, drng_next(r)));
+            aad_all(&s, aad, sizeof(aad), kd_split_make(KD_TINY, rng_next(r)));
         feed_all(&s, r, src, cut, split);
         /* order: sub, sub's copy, ref, ref's copy; the last one is the reference */
         s.c[2] = s.c[1];
@@ -257,7 +257,7 @@ void diff_dupctx(diff_ctx *dc, drng *r, int i)
         s.n = 4;
         ok = s.c[1] != NULL && s.c[3] != NULL
              && EVP_CIPHER_CTX_copy(s.c[1], s.c[0]) && EVP_CIPHER_CTX_copy(s.c[3], s.c[2]);
-        DCHECK(ok, desc);
+        CHECKF(ok, "case: %s", desc);
         if (ok) {
             feed_all(&s, r, src + cut, len - cut, split);
             ok = final_all(&s, tag, enc ? tag : NULL);
@@ -271,9 +271,9 @@ void diff_dupctx(diff_ctx *dc, drng *r, int i)
                 e.tag = tag;
                 e.taglen = 16;
                 e.split = e.aad_split = kd_split_make(KD_ONE_SHOT, 0);
-                DCHECK(kd_run(dc->ref[i], m, &e, in, len, gcm_ct, &outlen) == KD_OK, desc);
+                CHECKF(kd_run(dc->ref[i], m, &e, in, len, gcm_ct, &outlen) == KD_OK, "case: %s", desc);
             }
-            DCHECK(ok == 1, desc);
+            CHECKF(ok == 1, "case: %s", desc);
         }
         set_free(&s);
     }
@@ -281,7 +281,7 @@ void diff_dupctx(diff_ctx *dc, drng *r, int i)
     free(gcm_ct);
 }
 
-void diff_reinit(diff_ctx *dc, drng *r, int i)
+void diff_reinit(diff_ctx *dc, rng_state *r, int i)
 {
     kd_mode m = kd_ciphers[i].mode;
     size_t cap = dc->max_bytes < (1u << 20) ? dc->max_bytes : (1u << 20);
@@ -292,11 +292,11 @@ void diff_reinit(diff_ctx *dc, drng *r, int i)
 
     in = malloc(a + b + 32);
     rand_op(&op, r, m, key, iv);
-    drng_bytes(r, key2, sizeof(key2));
-    drng_bytes(r, iv2, sizeof(iv2));
-    drng_bytes(r, aad, sizeof(aad));
-    drng_bytes(r, in, a + b + 32);
-    drng_bytes(r, tag, sizeof(tag));
+    rng_bytes(r, key2, sizeof(key2));
+    rng_bytes(r, iv2, sizeof(iv2));
+    rng_bytes(r, aad, sizeof(aad));
+    rng_bytes(r, in, a + b + 32);
+    rng_bytes(r, tag, sizeof(tag));
     /* 0: NULL key + new IV, 1: key + NULL IV, 2: NULL + NULL, 3: new key + new IV,
      * 4: like 0 but after final (a second message on the same context) */
     for (int variant = 0; variant < 5; variant++) {
@@ -331,7 +331,7 @@ void diff_reinit(diff_ctx *dc, drng *r, int i)
             }
             for (int k = 0; k < s.n; k++)        /* default must accept it, gpuaes likewise */
                 rv[k] = EVP_CipherInit_ex2(s.c[k], NULL, k2, i2, -1, NULL);
-            DCHECK(rv[1] == 1 && rv[0] == rv[1], desc);
+            CHECKF(rv[1] == 1 && rv[0] == rv[1], "case: %s", desc);
             if (m == KD_GCM)
                 aad_all(&s, aad + 3, sizeof(aad) - 3, shared_split(r));
             feed_all(&s, r, in + pos, b, shared_split(r));

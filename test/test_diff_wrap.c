@@ -31,7 +31,7 @@ static const struct { const char *iv, *j0; } wrap_ivs[] = {
 
 /* Encrypts len random bytes with op on both providers (gpuaes with random cuts),
  * compares; then gpuaes decrypts default's output with the tag. */
-static void one(diff_ctx *dc, drng *r, int i, kd_op *op, size_t len, const char *desc)
+static void one(diff_ctx *dc, rng_state *r, int i, kd_op *op, size_t len, const char *desc)
 {
     kd_mode m = kd_ciphers[i].mode;
     unsigned char *pt = malloc(len + 1), *c1 = malloc(len + 32), *c2 = malloc(len + 32);
@@ -39,29 +39,29 @@ static void one(diff_ctx *dc, drng *r, int i, kd_op *op, size_t len, const char 
     size_t l1 = 0, l2 = 0;
     int rv1, rv2;
 
-    drng_bytes(r, pt, len);
+    rng_bytes(r, pt, len);
     op->enc = 1;
     op->taglen = 16;
     op->tag = tag1;
     op->split = op->aad_split = kd_split_make(KD_ONE_SHOT, 0);
     rv1 = kd_run(dc->ref[i], m, op, pt, len, c1, &l1);
     op->tag = tag2;
-    op->split = kd_split_make((drng_next(r) & 1) ? KD_MIXED : KD_ODD, drng_next(r));
-    op->in_place = (int)(drng_next(r) & 1);
+    op->split = kd_split_make((rng_next(r) & 1) ? KD_MIXED : KD_ODD, rng_next(r));
+    op->in_place = (int)(rng_next(r) & 1);
     rv2 = kd_run(dc->sub[i], m, op, pt, len, c2, &l2);
-    DCHECK(rv1 == KD_OK && rv2 == KD_OK && l1 == len && l2 == len, desc);
-    DCHECK(memcmp(c1, c2, len) == 0 && (m != KD_GCM || memcmp(tag1, tag2, 16) == 0), desc);
+    CHECKF(rv1 == KD_OK && rv2 == KD_OK && l1 == len && l2 == len, "case: %s", desc);
+    CHECKF(memcmp(c1, c2, len) == 0 && (m != KD_GCM || memcmp(tag1, tag2, 16) == 0), "case: %s", desc);
     op->enc = 0;
     op->tag = tag1;
-    op->split = kd_split_make(KD_MIXED, drng_next(r));
+    op->split = kd_split_make(KD_MIXED, rng_next(r));
     rv2 = kd_run(dc->sub[i], m, op, c1, len, c2, &l2);
-    DCHECK(rv2 == KD_OK && l2 == len && memcmp(c2, pt, len) == 0, desc);
+    CHECKF(rv2 == KD_OK && l2 == len && memcmp(c2, pt, len) == 0, "case: %s", desc);
     free(pt);
     free(c1);
     free(c2);
 }
 
-void diff_wrap(diff_ctx *dc, drng *r)
+void diff_wrap(diff_ctx *dc, rng_state *r)
 {
     size_t cap = dc->max_bytes > (64u << 10) ? dc->max_bytes : (64u << 10);
     unsigned char key[32], iv[16];
@@ -71,7 +71,7 @@ void diff_wrap(diff_ctx *dc, drng *r)
     for (size_t w = 0; w < sizeof(wrap_ivs) / sizeof(wrap_ivs[0]); w++) {
         unsigned char *k = test_unhex(wrap_key, &n), *v = test_unhex(wrap_ivs[w].iv, &n);
         kd_op op = { .key = k, .iv = v, .ivlen = 16 };
-        size_t len = 16 * 1024 + drng_below(r, cap - 16 * 1024);
+        size_t len = 16 * 1024 + rng_below(r, cap - 16 * 1024);
 
         snprintf(desc, sizeof(desc), "GCM wrap J0=%s len=%zu", wrap_ivs[w].j0, len);
         one(dc, r, (int)(kd_find(KD_GCM, 32) - kd_ciphers), &op, len, desc);
@@ -81,12 +81,12 @@ void diff_wrap(diff_ctx *dc, drng *r)
     for (size_t keylen = 16; keylen <= 32; keylen += 8)
         for (size_t bits = 32; bits <= 128; bits *= 2) {
             kd_op op = { .key = key, .iv = iv, .ivlen = 16 };
-            size_t len = 16 * 1024 + drng_below(r, cap - 16 * 1024);
+            size_t len = 16 * 1024 + rng_below(r, cap - 16 * 1024);
 
-            drng_bytes(r, key, sizeof(key));
-            drng_bytes(r, iv, sizeof(iv));
+            rng_bytes(r, key, sizeof(key));
+            rng_bytes(r, iv, sizeof(iv));
             memset(iv + 16 - bits / 8, 0xff, bits / 8);
-            iv[15] = (unsigned char)(0xff - drng_below(r, 8));
+            iv[15] = (unsigned char)(0xff - rng_below(r, 8));
             snprintf(desc, sizeof(desc), "CTR-%zu wrap at 2^%zu, len=%zu", keylen * 8, bits, len);
             one(dc, r, (int)(kd_find(KD_CTR, keylen) - kd_ciphers), &op, len, desc);
         }

@@ -57,7 +57,7 @@ static int check_one(const job_spec *s, const unsigned char *input, int want_dir
     gpuaes_job js, jd;
 
     if (k == NULL || a == NULL || b == NULL) {
-        TEST_CHECK(!"out of memory");
+        CHECK(!"out of memory");
         ok = 0;
         goto out;
     }
@@ -65,9 +65,9 @@ static int check_one(const job_spec *s, const unsigned char *input, int want_dir
     memcpy(seg + s->in_off, input, s->len);
     run(s, k, a, b, &js);
     run(s, k, seg + s->in_off, seg + s->out_off, &jd);
-    TEST_CHECK(js.direct == 0);
+    CHECK(js.direct == 0);
     if (jd.done > 0 && jd.direct != want_direct) {
-        TEST_CHECK(jd.direct == want_direct);
+        CHECK(jd.direct == want_direct);
         ok = 0;
     }
     if (js.status != jd.status || js.done != jd.done || memcmp(js.iv, jd.iv, 16) != 0
@@ -76,7 +76,7 @@ static int check_one(const job_spec *s, const unsigned char *input, int want_dir
         fprintf(stderr, "op %d len %zu in %zu out %zu: staged status %d done %zu, direct status %d done %zu (%s)\n",
                 (int)s->op, s->len, s->in_off, s->out_off, (int)js.status, js.done, (int)jd.status, jd.done,
                 jd.error);
-        TEST_CHECK(!"direct and staged differ");
+        CHECK(!"direct and staged differ");
         ok = 0;
     }
 out:
@@ -188,22 +188,22 @@ static void unregister_race(void)
     s.in_off = 0;
     s.out_off = len;
     k = gpuaes_key_new(s.key, s.keylen);
-    TEST_CHECK(input != NULL && want != NULL && k != NULL);
+    CHECK(input != NULL && want != NULL && k != NULL);
     if (input == NULL || want == NULL || k == NULL)
         goto out;
     run(&s, k, input, want, &ref);
     memcpy(seg, input, len);
     b.s = &s;
     b.k = k;
-    TEST_CHECK(pthread_create(&t, NULL, bg_main, &b) == 0);
+    CHECK(pthread_create(&t, NULL, bg_main, &b) == 0);
     usleep(1000);
-    TEST_CHECK(gpuaes_gpu_host_unregister(seg, err) == 0);
+    CHECK(gpuaes_gpu_host_unregister(seg, err) == 0);
     pthread_join(t, NULL);
     printf("unregister race: the job ran %s\n", b.j.direct ? "direct (unregister waited)" : "staged");
-    TEST_CHECK(b.j.status == ref.status && b.j.done == ref.done && memcmp(seg + len, want, ref.done) == 0);
+    CHECK(b.j.status == ref.status && b.j.done == ref.done && memcmp(seg + len, want, ref.done) == 0);
     /* no longer registered: staged, and still right */
     run(&s, k, seg, seg + len, &b.j);
-    TEST_CHECK(b.j.direct == 0 && b.j.done == ref.done && memcmp(seg + len, want, ref.done) == 0);
+    CHECK(b.j.direct == 0 && b.j.done == ref.done && memcmp(seg + len, want, ref.done) == 0);
 out:
     gpuaes_key_free(k);
     free(input);
@@ -246,30 +246,30 @@ int main(int argc, char **argv)
         return 77;
     }
     fd = memfd_create("gpuaes-test", MFD_CLOEXEC);
-    TEST_CHECK(fd >= 0 && ftruncate(fd, (off_t)SEG) == 0);
+    CHECK(fd >= 0 && ftruncate(fd, (off_t)SEG) == 0);
     seg = mmap(NULL, SEG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    TEST_CHECK(seg != MAP_FAILED);
+    CHECK(seg != MAP_FAILED);
     if (fd < 0 || seg == MAP_FAILED)
         return test_report("direct");
     close(fd);
 
     /* the registry's refusals */
-    TEST_CHECK(gpuaes_gpu_host_register(NULL, 4096, err) == -1);
-    TEST_CHECK(gpuaes_gpu_host_unregister(seg, err) == -1);          /* not registered */
-    TEST_CHECK(register_seg(err) == 0);
+    CHECK(gpuaes_gpu_host_register(NULL, 4096, err) == -1);
+    CHECK(gpuaes_gpu_host_unregister(seg, err) == -1);          /* not registered */
+    CHECK(register_seg(err) == 0);
     printf("registered %zu MiB%s%s\n", SEG >> 20, err[0] ? ": " : "", err);
-    TEST_CHECK(gpuaes_gpu_host_register(seg + 4096, 4096, err) == -1); /* overlaps */
-    TEST_CHECK(gpuaes_gpu_host_unregister(seg + 4096, err) == -1);    /* not a registered base */
+    CHECK(gpuaes_gpu_host_register(seg + 4096, 4096, err) == -1); /* overlaps */
+    CHECK(gpuaes_gpu_host_unregister(seg + 4096, err) == -1);    /* not a registered base */
 
     every_op(1);
     for (uintptr_t i = 0; i < 4; i++)
-        TEST_CHECK(pthread_create(&t[i], NULL, quarter_main, (void *)i) == 0);
+        CHECK(pthread_create(&t[i], NULL, quarter_main, (void *)i) == 0);
     for (int i = 0; i < 4; i++)
         pthread_join(t[i], NULL);
     unregister_race();
     /* registered again at once (the range is free), then unregistered for good */
-    TEST_CHECK(register_seg(err) == 0);
-    TEST_CHECK(gpuaes_gpu_host_unregister(seg, err) == 0);
+    CHECK(register_seg(err) == 0);
+    CHECK(gpuaes_gpu_host_unregister(seg, err) == 0);
     munmap(seg, SEG);
     gpuaes_gpu_shutdown();
     return test_report("direct");

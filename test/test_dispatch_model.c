@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "prov_ctx.h"
 #include "offload.h"
 #include "gpu_backend.h"
@@ -103,11 +104,7 @@ static offload_kind kind = OFFLOAD_CTR;
 static call calls[MAXCALLS];
 static int ncalls, max_inflight, gpu_calls;   /* gpu_calls: from 10 ms into the last phase */
 static int first_gpu;                         /* threads whose first call of the last phase went to the GPU */
-static int failures;
 static int alone_calls, alone_wrong;           /* dispatch_gpu_alone() answers */
-
-#define CHECK(c, ...) \
-    do { if (!(c)) { printf("FAIL: " __VA_ARGS__); printf("\n"); failures++; } } while (0)
 
 static void *worker_main(void *arg)
 {
@@ -291,11 +288,11 @@ static void check_recovery(uint64_t from)
         printf("last phase: %d calls of thread 0, on the faster path from %.1f ms (call %d); ",
                ncalls, back / 1e6, first);
     printf("after the deadline %d wrong, costing %.2f %%\n", wrong, all_ns ? 100.0 * wrong_ns / all_ns : 0);
-    CHECK(first >= 0 && first < ncalls && calls[first].start <= deadline,
-          "not back on the faster path by %.1f ms", (deadline - from) / 1e6);
-    CHECK(pairs == 0, "%d wrong calls in a row after the deadline", pairs);
-    CHECK(wrong_ns * 20 <= all_ns, "looking again cost more than 5 %%");
-    CHECK(kind != OFFLOAD_GCM || wrong_gpu == 0, "%d GCM messages began on the slower engine", wrong_gpu);
+    CHECKF(first >= 0 && first < ncalls && calls[first].start <= deadline,
+           "not back on the faster path by %.1f ms", (deadline - from) / 1e6);
+    CHECKF(pairs == 0, "%d wrong calls in a row after the deadline", pairs);
+    CHECKF(wrong_ns * 20 <= all_ns, "looking again cost more than 5 %%");
+    CHECKF(kind != OFFLOAD_GCM || wrong_gpu == 0, "%d GCM messages began on the slower engine", wrong_gpu);
 }
 
 int main(int argc, char **argv)
@@ -308,12 +305,12 @@ int main(int argc, char **argv)
         cpu_set_t set;
         long want = argc > 2 ? atol(argv[2]) : 0, got = dispatch_test_cores(0);
 
-        CHECK(sched_getaffinity(0, sizeof(set), &set) == 0, "sched_getaffinity");
+        CHECKF(sched_getaffinity(0, sizeof(set), &set) == 0, "sched_getaffinity");
         if (want == 0)
             want = CPU_COUNT(&set);
         printf("usable cores: %ld (want %ld)\n", got, want);
-        CHECK(got == want, "dispatch counts %ld cores, the process may use %ld", got, want);
-        return failures != 0;
+        CHECKF(got == want, "dispatch counts %ld cores, the process may use %ld", got, want);
+        return test_failures != 0;
     }
     dispatch_test_cores(16);                   /* the H200 machine */
     if (strcmp(s, "after8") == 0) {            /* CTR: CPU 4 GB/s, GPU alone 40 */
@@ -372,23 +369,23 @@ int main(int argc, char **argv)
     simulate(ph, n);
     if (strcmp(s, "load8") == 0) {
         printf("at most %d GPU jobs at once, %d GPU calls\n", max_inflight, gpu_calls);
-        CHECK(max_inflight <= 4, "%d GPU jobs at once for a GPU 4x faster", max_inflight);
+        CHECKF(max_inflight <= 4, "%d GPU jobs at once for a GPU 4x faster", max_inflight);
     } else if (strcmp(s, "burst16") == 0) {
         printf("%d of 16 threads began on the GPU\n", first_gpu);
-        CHECK(first_gpu <= 2, "%d of 16 GCM messages begun at once went to the GPU", first_gpu);
+        CHECKF(first_gpu <= 2, "%d of 16 GCM messages begun at once went to the GPU", first_gpu);
     } else if (strcmp(s, "others16") == 0) {
         int on_gpu = 0;
 
         for (int i = 0; i < ncalls; i++)
             on_gpu += calls[i].gpu;
         printf("%d of %d calls on the GPU beside 15 other jobs\n", on_gpu, ncalls);
-        CHECK(on_gpu == 0 && gpu_calls == 0, "%d calls sent to a GPU 1.6x slower than the CPU for them", on_gpu);
+        CHECKF(on_gpu == 0 && gpu_calls == 0, "%d calls sent to a GPU 1.6x slower than the CPU for them", on_gpu);
     } else if (strcmp(s, "procs16") == 0 || strcmp(s, "procs4") == 0) {
         printf("%s: %d GPU calls\n", s, gpu_calls);
         if (s[5] == '1')
-            CHECK(gpu_calls == 0, "%d GPU calls with 16 processes' threads on 16 cores", gpu_calls);
+            CHECKF(gpu_calls == 0, "%d GPU calls with 16 processes' threads on 16 cores", gpu_calls);
         else
-            CHECK(gpu_calls * 10 > ncalls * 9, "%d of %d calls on a GPU 10x faster beside 3 processes", gpu_calls, ncalls);
+            CHECKF(gpu_calls * 10 > ncalls * 9, "%d of %d calls on a GPU 10x faster beside 3 processes", gpu_calls, ncalls);
     } else if (strcmp(s, "fresh") == 0) {
         int cpu_calls = 0;
 
@@ -396,11 +393,11 @@ int main(int argc, char **argv)
             cpu_calls += !calls[i].gpu;
         printf("fresh: %d calls, the first on the %s, %d CPU calls after it\n", ncalls,
                ncalls > 0 && calls[0].gpu ? "GPU" : "CPU", cpu_calls);
-        CHECK(ncalls > 10 && cpu_calls == 0, "%d of a fresh process's %d calls after its first went to the CPU",
+        CHECKF(ncalls > 10 && cpu_calls == 0, "%d of a fresh process's %d calls after its first went to the CPU",
               cpu_calls, ncalls);
     } else if (strcmp(s, "cores16") == 0) {
         printf("%d GPU calls\n", gpu_calls);
-        CHECK(gpu_calls == 0, "%d GPU calls from 16 threads on 16 cores", gpu_calls);
+        CHECKF(gpu_calls == 0, "%d GPU calls from 16 threads on 16 cores", gpu_calls);
     } else {
         uint64_t from = START;
 
@@ -408,9 +405,8 @@ int main(int argc, char **argv)
             from += (uint64_t)(ph[p].secs * 1e9);
         check_recovery(from);
     }
-    CHECK(alone_wrong == 0, "%d decisions called alone beside other threads or processes", alone_wrong);
+    CHECKF(alone_wrong == 0, "%d decisions called alone beside other threads or processes", alone_wrong);
     if (strcmp(s, "fastgpu") == 0)
-        CHECK(alone_calls > 0, "a lone thread's GPU decisions never alone");
-    printf("%s: %s\n", s, failures ? "FAILED" : "ok");
-    return failures != 0;
+        CHECKF(alone_calls > 0, "a lone thread's GPU decisions never alone");
+    return check_report(s);
 }

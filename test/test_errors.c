@@ -91,9 +91,9 @@ static void cbc_final_fails(test_env *env, const char *provider, size_t len, int
     int o = 0, o2 = 0;
 
     ERR_clear_error();
-    TEST_CHECK(EVP_DecryptInit_ex2(x, c, key, iv, NULL) && EVP_CIPHER_CTX_set_padding(x, pad));
-    TEST_CHECK(EVP_DecryptUpdate(x, out, &o, in, (int)len));
-    TEST_CHECK(!EVP_DecryptFinal_ex(x, out + o, &o2));
+    CHECK(EVP_DecryptInit_ex2(x, c, key, iv, NULL) && EVP_CIPHER_CTX_set_padding(x, pad));
+    CHECK(EVP_DecryptUpdate(x, out, &o, in, (int)len));
+    CHECK(!EVP_DecryptFinal_ex(x, out + o, &o2));
     take_queue(l);
     EVP_CIPHER_CTX_free(x);
     EVP_CIPHER_free(c);
@@ -107,10 +107,10 @@ static void gcm_tag_mismatch(test_env *env, const char *provider, error_list *l)
     int o = 0;
 
     ERR_clear_error();
-    TEST_CHECK(EVP_DecryptInit_ex2(x, c, key, iv, NULL)
-               && EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_SET_TAG, 16, tag) > 0);
-    TEST_CHECK(EVP_DecryptUpdate(x, out, &o, in, sizeof(in)));
-    TEST_CHECK(EVP_DecryptFinal_ex(x, out, &o) <= 0);
+    CHECK(EVP_DecryptInit_ex2(x, c, key, iv, NULL)
+          && EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_SET_TAG, 16, tag) > 0);
+    CHECK(EVP_DecryptUpdate(x, out, &o, in, sizeof(in)));
+    CHECK(EVP_DecryptFinal_ex(x, out, &o) <= 0);
     take_queue(l);
     EVP_CIPHER_CTX_free(x);
     EVP_CIPHER_free(c);
@@ -150,9 +150,9 @@ static void cfb_num_refused(void)
     if (!test_env_open(&env))
         exit(1);
     c = api_fetch(&env, "AES-128-CFB", "gpuaes");
-    TEST_CHECK(EVP_EncryptInit_ex2(x, c, key, iv, NULL));
+    CHECK(EVP_EncryptInit_ex2(x, c, key, iv, NULL));
     ERR_clear_error();
-    TEST_CHECK(!EVP_CIPHER_CTX_set_params(x, p));
+    CHECK(!EVP_CIPHER_CTX_set_params(x, p));
     take_queue(&l);
     CHECKF(one_error(&l, ERR_R_PASSED_INVALID_ARGUMENT, "not below the block size"),
            "CFB num 16: %d errors (first: %s)", l.n, l.n > 0 ? l.e[0].data : "-");
@@ -297,7 +297,7 @@ static void foreign_core(const error_list *wrong_final_default)
         exit(1);
     }
     *(void **)&init = dlsym(lib, "OSSL_provider_init");
-    TEST_CHECK(init != NULL);
+    CHECK(init != NULL);
 
     /* A bad knob at load: gpuaes's own error, through the upcalls. */
     setenv("GPUAES_OFFLOAD_MIN_BYTES", "bogus", 1);
@@ -327,9 +327,9 @@ static void foreign_core(const error_list *wrong_final_default)
 
     /* The fallback's error (wrong final block length), carried over. */
     x = cbc.newctx(provctx);
-    TEST_CHECK(x != NULL && cbc.dinit(x, key, 16, iv, 16, nopad));
-    TEST_CHECK(cbc.update(x, outb, &o, sizeof(outb), buf, 20));
-    TEST_CHECK(!cbc.final(x, outb + o, &o2, sizeof(outb) - o));
+    CHECK(x != NULL && cbc.dinit(x, key, 16, iv, 16, nopad));
+    CHECK(cbc.update(x, outb, &o, sizeof(outb), buf, 20));
+    CHECK(!cbc.final(x, outb + o, &o2, sizeof(outb) - o));
     l = took_from_core(&left);
     CHECKF(same_errors(&l, wrong_final_default) && !left,
            "foreign core, wrong final block length: %d errors through the core, %s on the linked queue",
@@ -338,9 +338,9 @@ static void foreign_core(const error_list *wrong_final_default)
 
     /* gpuaes's own error (num >= 16), through the upcalls. */
     x = cfb.newctx(provctx);
-    TEST_CHECK(x != NULL && cfb.einit(x, key, 16, iv, 16, NULL));
+    CHECK(x != NULL && cfb.einit(x, key, 16, iv, 16, NULL));
     (void)took_from_core(&left);
-    TEST_CHECK(!cfb.set_ctx_params(x, badnum));
+    CHECK(!cfb.set_ctx_params(x, badnum));
     l = took_from_core(&left);
     CHECKF(one_error(&l, ERR_R_PASSED_INVALID_ARGUMENT, "not below the block size") && !left,
            "foreign core, CFB num 16: %d errors through the core (first: %s), %s on the linked queue",

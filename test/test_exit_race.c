@@ -162,7 +162,7 @@ int main(int argc, char **argv)
     test_require_gpu(&env);
     test_env_close(&env);
     test_seed(0);
-    TEST_CHECK(soak(argv[0], "ctr", runs, parallel) == 0);
-    TEST_CHECK(soak(argv[0], "mix", runs, parallel) == 0);
+    CHECK(soak(argv[0], "ctr", runs, parallel) == 0);
+    CHECK(soak(argv[0], "mix", runs, parallel) == 0);
     return test_report("exit_race");
 }

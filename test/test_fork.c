@@ -57,10 +57,10 @@ static EVP_CIPHER_CTX *started(test_env *env, const char *name, const char *prov
     EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
     int n = 0;
 
-    TEST_CHECK(EVP_EncryptInit_ex2(x, c, key, iv, NULL));
+    CHECK(EVP_EncryptInit_ex2(x, c, key, iv, NULL));
     if (EVP_CIPHER_get_mode(c) == EVP_CIPH_GCM_MODE)
-        TEST_CHECK(EVP_EncryptUpdate(x, NULL, &n, aad, sizeof(aad)));
-    TEST_CHECK(EVP_EncryptUpdate(x, out, &n, plain, HEAD) && n == HEAD);
+        CHECK(EVP_EncryptUpdate(x, NULL, &n, aad, sizeof(aad)));
+    CHECK(EVP_EncryptUpdate(x, out, &n, plain, HEAD) && n == HEAD);
     EVP_CIPHER_free(c);
     return x;
 }
@@ -172,7 +172,7 @@ static int locks_test(void)
     sigemptyset(&alrm);
     sigaddset(&alrm, SIGALRM);
     pthread_sigmask(SIG_BLOCK, &alrm, &old);
-    TEST_CHECK(pthread_create(&th, NULL, loader, NULL) == 0);
+    CHECK(pthread_create(&th, NULL, loader, NULL) == 0);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     for (int i = 0; i < LOCK_FORKS && test_failures == 0; i++) {
         struct timespec ts = { 0, (7 + i % 5) * 1000000L }; /* land at various points of a load */
@@ -193,7 +193,7 @@ static int locks_test(void)
                 test_env_close(&fresh);
             _exit(ok ? 0 : 1);           /* the test is the load and the cipher */
         }
-        TEST_CHECK(pid > 0);
+        CHECK(pid > 0);
         if (pid <= 0)
             break;
         status = wait_timeout(pid, LOCK_TIMEOUT + 10);
@@ -264,7 +264,7 @@ int main(int argc, char **argv)
     pid = fork();
     if (pid == 0)
         exit(child(&env, ix));          /* exit(), not _exit(): atexit handlers run too */
-    TEST_CHECK(pid > 0);
+    CHECK(pid > 0);
 
     /* The parent goes on while the child runs: inherited and new contexts. */
     CHECKF(finish_same(ix[0], ix[1], CTR_LEN), "parent after fork: AES-128-CTR context");

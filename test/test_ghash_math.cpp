@@ -23,6 +23,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "check.h"
 #include "gf128_ref.h"
 #include "ghash.cuh"
 #include "ghash_mma.cuh"
@@ -34,18 +35,6 @@ extern "C" {
 using namespace gpuaes;
 
 namespace {
-
-int failures = 0;
-
-#define CHECK(cond, ...)                                                                                             \
-    do {                                                                                                             \
-        if (!(cond)) {                                                                                               \
-            std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                \
-            std::fprintf(stderr, __VA_ARGS__);                                                                       \
-            std::fprintf(stderr, "\n");                                                                              \
-            if (++failures > 10) std::exit(1);                                                                       \
-        }                                                                                                            \
-    } while (0)
 
 // __byte_perm(x, y, s) (selectors 0..7 only).
 uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s)
@@ -137,12 +126,12 @@ G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t
     const uint32_t k = pl.per_lane;
     int log2k = 0;
     while ((1u << log2k) < k) ++log2k;
-    CHECK(pl.m == 1 && pl.threads == 32 * warps && (uint64_t)pl.threads * k * pl.blocks == (uint64_t)nb + pl.pad &&
+    CHECKF(pl.m == 1 && pl.threads == 32 * warps && (uint64_t)pl.threads * k * pl.blocks == (uint64_t)nb + pl.pad &&
               ((uint64_t)1 << pl.levels) == (uint64_t)nb + pl.pad && ((uint64_t)1 << pl.block_levels) == (uint64_t)pl.threads * k &&
               k >= k_min && (k & (k - 1)) == 0 && pl.levels >= 8,
-          "plan shape nb=%u", nb);
-    CHECK(pl.blocks >= 1 && pl.blocks <= kGhashMaxPartials && (pl.blocks & (pl.blocks - 1)) == 0, "plan blocks %u",
-          pl.blocks);
+           "plan shape nb=%u", nb);
+    CHECKF(pl.blocks >= 1 && pl.blocks <= kGhashMaxPartials && (pl.blocks & (pl.blocks - 1)) == 0, "plan blocks %u",
+           pl.blocks);
     // The kernel loads through a uint32_t view (4 little-endian words a block).
     std::vector<uint32_t> raw((size_t)nb * 4 + 4);
     std::memcpy(raw.data(), data, (size_t)nb * 16);
@@ -221,7 +210,7 @@ G128 sim_kernels(const G128 &h, const unsigned char *data, uint32_t nb, uint32_t
     // pipeline_ghash.cu's power for the host append: pw[levels] when there is no pad.
     if (pl.pad == 0) {
         const G128 a = pw[pl.levels], bb = gf_pow(h, nb);
-        CHECK(std::memcmp(&a, &bb, sizeof a) == 0, "pw[levels] != H^nb, nb=%u", nb);
+        CHECKF(std::memcmp(&a, &bb, sizeof a) == 0, "pw[levels] != H^nb, nb=%u", nb);
     }
     return r;
 }
@@ -287,29 +276,29 @@ int main()
         std::memcpy(r1, a, 16);
         gf128_mul(r1, b);
         g128_to_bytes(gf_mul(g128_from_bytes(a), g128_from_bytes(b)), r2);
-        CHECK(std::memcmp(r1, r2, 16) == 0, "gf_mul != gf128_mul");
+        CHECKF(std::memcmp(r1, r2, 16) == 0, "gf_mul != gf128_mul");
         std::memcpy(r2, a, 16);
         gf128_ref_mul(r2, b);
-        CHECK(std::memcmp(r1, r2, 16) == 0, "gf128_mul != the bitwise reference");
+        CHECKF(std::memcmp(r1, r2, 16) == 0, "gf128_mul != the bitwise reference");
         std::memcpy(r2, a, 16);
         gf128_mul_portable(r2, b);
-        CHECK(std::memcmp(r1, r2, 16) == 0, "gf128_mul_portable != gf128_mul");
+        CHECKF(std::memcmp(r1, r2, 16) == 0, "gf128_mul_portable != gf128_mul");
         // b * b^-1 = 1 (the field's 1 is the byte 0x80 first)
         unsigned char inv[16], unit[16] = {0x80};
         if (gf128_inv(inv, b)) {
             gf128_mul(inv, b);
-            CHECK(std::memcmp(inv, unit, 16) == 0, "gf128_inv(b) * b != 1");
+            CHECKF(std::memcmp(inv, unit, 16) == 0, "gf128_inv(b) * b != 1");
         } else {
-            CHECK(false, "gf128_inv refused a nonzero element");
+            CHECKF(false, "gf128_inv refused a nonzero element");
         }
         const G128 one = gf_pow(g128_from_bytes(b), 0);
         g128_to_bytes(gf_mul(g128_from_bytes(a), one), r2);
-        CHECK(std::memcmp(a, r2, 16) == 0, "x * 1 != x");
+        CHECKF(std::memcmp(a, r2, 16) == 0, "x * 1 != x");
     }
 
     {   // zero has no inverse
         unsigned char zero[16] = {}, out[16] = {1};
-        CHECK(gf128_inv(out, zero) == 0 && out[0] == 1, "gf128_inv(0) did not refuse");
+        CHECKF(gf128_inv(out, zero) == 0 && out[0] == 1, "gf128_inv(0) did not refuse");
     }
 
     // Extreme operands: zero, one, all ones (each 32 x 32 product then has 8
@@ -343,11 +332,11 @@ int main()
                 gf128_ref_mul(ref, bb);
                 std::memcpy(port, ab, 16);
                 gf128_mul_portable(port, bb);
-                CHECK(std::memcmp(port, ref, 16) == 0, "gf128_mul_portable != the bitwise reference on extreme operands");
+                CHECKF(std::memcmp(port, ref, 16) == 0, "gf128_mul_portable != the bitwise reference on extreme operands");
                 gf128_mul(ab, bb);
                 g128_to_bytes(gf_mul(a, b), r2);
-                CHECK(std::memcmp(ab, r2, 16) == 0, "gf_mul != gf128_mul on extreme operands");
-                CHECK(std::memcmp(ab, ref, 16) == 0, "gf128_mul != the bitwise reference on extreme operands");
+                CHECKF(std::memcmp(ab, r2, 16) == 0, "gf_mul != gf128_mul on extreme operands");
+                CHECKF(std::memcmp(ab, ref, 16) == 0, "gf128_mul != the bitwise reference on extreme operands");
             }
         cases += (int)(special.size() * special.size());
     }
@@ -369,7 +358,7 @@ int main()
         g_mul_acc(acc, x, s64);
         g_mul_acc(acc, c0, s32);
         const G128 want = g128_xor(gf_mul(x, h64), gf_mul(c0, h32)), got = g_reduce(acc);
-        CHECK(std::memcmp(&want, &got, sizeof want) == 0, "unreduced sum");
+        CHECKF(std::memcmp(&want, &got, sizeof want) == 0, "unreduced sum");
         if (i < 40) {
             GhashFrags f;
             frags_for(h, f);
@@ -398,7 +387,7 @@ int main()
                 w = g128_xor(w, gf_mul(cg[n][2], hp[0]));
                 w = g128_xor(w, cg[n][3]);
                 const G128 gotn = raw_to_g128(xs + 4 * n);
-                CHECK(std::memcmp(&w, &gotn, sizeof w) == 0, "tensor-core step, chain %d (case %d)", n, i);
+                CHECKF(std::memcmp(&w, &gotn, sizeof w) == 0, "tensor-core step, chain %d (case %d)", n, i);
             }
         }
         // The power tables: Q^e for Q = pw[base], from pw[L] = H^(2^L).
@@ -423,10 +412,10 @@ int main()
             if (base + 32 - __builtin_clz(e | 1) > levels) continue; // its factors are not there
             gpow32_r3(pw, base, levels, t1, t28, e, a, b);
             const G128 pe = gf_mul(a, b), pr = gf_pow(h, (uint64_t)e << base);
-            CHECK(std::memcmp(&pe, &pr, sizeof pe) == 0, "32-table e=%u base=%d", e, base);
+            CHECKF(std::memcmp(&pe, &pr, sizeof pe) == 0, "32-table e=%u base=%d", e, base);
             if (e < 8) {
                 const G128 p8 = gpow8_entry(pw, base, levels, t8, t7, e);
-                CHECK(std::memcmp(&p8, &pr, sizeof pe) == 0, "8-table e=%u base=%d", e, base);
+                CHECKF(std::memcmp(&p8, &pr, sizeof pe) == 0, "8-table e=%u base=%d", e, base);
             }
         }
         cases += 3;
@@ -438,11 +427,11 @@ int main()
             if (n == 0) continue;
             const GhashPlan pl = ghash_plan(n);
             const uint64_t N = (uint64_t)n + pl.pad;
-            CHECK(pl.m == 1 && pl.threads == kGhashThreads && N == ((uint64_t)1 << pl.levels) && N / 2 < n + 256ull &&
+            CHECKF(pl.m == 1 && pl.threads == kGhashThreads && N == ((uint64_t)1 << pl.levels) && N / 2 < n + 256ull &&
                       pl.blocks >= 1 && pl.blocks <= kGhashMaxPartials && (pl.blocks & (pl.blocks - 1)) == 0 &&
                       (uint64_t)pl.threads * pl.per_lane * pl.blocks == N && pl.levels >= 8 &&
                       ((uint64_t)1 << pl.block_levels) == (uint64_t)pl.threads * pl.per_lane,
-                  "plan n=%u", n);
+                   "plan n=%u", n);
             ++cases;
         }
 
@@ -452,24 +441,24 @@ int main()
         RAND_bytes(key, keylen);
         RAND_bytes(data.data(), nb * 16);
         j0[15] = 1;
-        CHECK(aes_block(key, keylen, zero, hb) && aes_block(key, keylen, j0, e0), "AES");
+        CHECKF(aes_block(key, keylen, zero, hb) && aes_block(key, keylen, j0, e0), "AES");
         const G128 h = g128_from_bytes(hb);
         horner(ref, hb, data.data(), nb);
 
         // OpenSSL: ref * H == tag' ^ E0 ^ L' * H
-        CHECK(openssl_tag(key, keylen, data.data(), nb * 16, tag), "EVP GCM");
+        CHECKF(openssl_tag(key, keylen, data.data(), nb * 16, tag), "EVP GCM");
         unsigned char lhs[16];
         std::memcpy(lhs, ref, 16);
         gf128_mul(lhs, hb);
         gcm_len_block(l, (unsigned long long)nb * 128, 0);
         gf128_mul(l, hb);
         for (int j = 0; j < 16; ++j) tag[j] ^= e0[j] ^ l[j];
-        CHECK(std::memcmp(lhs, tag, 16) == 0, "horner vs OpenSSL, nb=%u", nb);
+        CHECKF(std::memcmp(lhs, tag, 16) == 0, "horner vs OpenSSL, nb=%u", nb);
 
         for (const auto &sh : shapes) {
             unsigned char got[16];
             g128_to_bytes(sim_kernels(h, data.data(), nb, sh[0], sh[1]), got);
-            CHECK(std::memcmp(got, ref, 16) == 0, "kernel sim nb=%u threads=%u m=%u", nb, sh[0], sh[1]);
+            CHECKF(std::memcmp(got, ref, 16) == 0, "kernel sim nb=%u threads=%u m=%u", nb, sh[0], sh[1]);
             ++cases;
         }
 
@@ -483,7 +472,7 @@ int main()
         }
         unsigned char got[16];
         g128_to_bytes(s, got);
-        CHECK(std::memcmp(got, ref, 16) == 0, "chunked append nb=%u", nb);
+        CHECKF(std::memcmp(got, ref, 16) == 0, "chunked append nb=%u", nb);
         ++cases;
     }
 
@@ -491,9 +480,9 @@ int main()
     // plus one full run (the tree is what differs from the small sizes).
     for (uint32_t nb : {1u << 19, (1u << 19) - 3, 1u << 21, (1u << 21) + 1, (1u << 24) + 7}) {
         const GhashPlan pl = ghash_plan(nb);
-        CHECK(pl.blocks <= kGhashMaxPartials && (uint64_t)pl.threads * pl.blocks * pl.per_lane == (uint64_t)nb + pl.pad &&
+        CHECKF(pl.blocks <= kGhashMaxPartials && (uint64_t)pl.threads * pl.blocks * pl.per_lane == (uint64_t)nb + pl.pad &&
                   pl.levels < kGhashMaxLevels && pl.threads == kGhashThreads,
-              "plan nb=%u", nb);
+               "plan nb=%u", nb);
     }
     {
         const uint32_t nb = (1u << 19) - 3;
@@ -503,10 +492,10 @@ int main()
         RAND_bytes(hb, 16);
         horner(ref, hb, big.data(), nb);
         g128_to_bytes(sim_kernels(g128_from_bytes(hb), big.data(), nb, kGhashWarps, 1), got);
-        CHECK(std::memcmp(got, ref, 16) == 0, "kernel sim nb=%u", nb);
+        CHECKF(std::memcmp(got, ref, 16) == 0, "kernel sim nb=%u", nb);
         ++cases;
     }
 
-    std::printf("test_ghash_math: %d cases, %d failures\n", cases, failures);
-    return failures == 0 ? 0 : 1;
+    std::printf("test_ghash_math: %d cases, %d failures\n", cases, test_failures);
+    return test_failures == 0 ? 0 : 1;
 }

@@ -60,17 +60,17 @@ static void run_dir(int prov, const kat_vector *v, int enc, kd_split_style split
     if (v->fail) {                    /* only decryption; it must fail at the final call */
         if (rv != KD_FINAL_FAILED) {
             report(v, provs[prov], rv == KD_OK ? "forged tag accepted" : "error before final");
-            TEST_CHECK(rv == KD_FINAL_FAILED);
+            CHECK(rv == KD_FINAL_FAILED);
         }
     } else if (rv != KD_OK) {
         report(v, provs[prov], enc ? "encrypt failed" : "decrypt failed");
-        TEST_CHECK(rv == KD_OK);
+        CHECK(rv == KD_OK);
     } else if (outlen != len || memcmp(out, want, len) != 0) {
         report(v, provs[prov], enc ? "wrong ciphertext" : "wrong plaintext");
-        TEST_CHECK(outlen == len && memcmp(out, want, len) == 0);
+        CHECK(outlen == len && memcmp(out, want, len) == 0);
     } else if (enc && mode == KD_GCM && memcmp(tag, v->tag, v->taglen) != 0) {
         report(v, provs[prov], "wrong tag");
-        TEST_CHECK(memcmp(tag, v->tag, v->taglen) == 0);
+        CHECK(memcmp(tag, v->tag, v->taglen) == 0);
     }
     free(out);
 }
@@ -80,7 +80,7 @@ static void run_vector(const kat_vector *v)
     for (int prov = 0; prov < 2; prov++) {
         if (cipher_for(prov, v->cipher) == NULL) {
             report(v, provs[prov], "cannot fetch");
-            TEST_CHECK(0);
+            CHECK(0);
             return;
         }
         for (int enc = v->fail ? 0 : 1; enc >= 0; enc--) {
@@ -116,7 +116,7 @@ int main(int argc, char **argv)
         size_t fails = 0;
 
         if (!kat_load(dir, f, &list)) {
-            TEST_CHECK(!"vector file unreadable or malformed");
+            CHECK(!"vector file unreadable or malformed");
             continue;
         }
         for (size_t i = 0; i < list.n; i++) {
@@ -126,7 +126,7 @@ int main(int argc, char **argv)
         printf("%-32s %5zu vectors (%zu must-fail)\n", f->path, list.n, fails);
         if (list.n == 0) {             /* a file that tests nothing is a defect */
             fprintf(stderr, "%s: no vectors\n", f->path);
-            TEST_CHECK(list.n > 0);
+            CHECK(list.n > 0);
         }
         total += list.n;
         kat_free(&list);
@@ -136,8 +136,8 @@ int main(int argc, char **argv)
         uint64_t after = test_gpu_bytes(&env);
 
         printf("gpu-bytes %llu -> %llu\n", (unsigned long long)gpu_before, (unsigned long long)after);
-        TEST_CHECK(after > gpu_before);                       /* the GPU did run */
-        TEST_CHECK(test_gpu_errors(&env) == errors_before);   /* and never failed */
+        CHECK(after > gpu_before);                       /* the GPU did run */
+        CHECK(test_gpu_errors(&env) == errors_before);   /* and never failed */
     }
     for (int p = 0; p < 2; p++)
         for (int i = 0; i < KD_NCIPHERS; i++)

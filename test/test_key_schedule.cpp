@@ -12,27 +12,17 @@ extern "C" {
 #include "testutil.h"
 }
 
-// A failed check: the shared counter (testutil), with what differed.
-#define CHECK(c, ...)                                                      \
-    do {                                                                   \
-        if (!(c)) {                                                        \
-            std::printf(__VA_ARGS__);                                      \
-            std::printf("\n");                                             \
-            test_fail(__FILE__, __LINE__, #c);                             \
-        }                                                                  \
-    } while (0)
-
 static void fips(const char *name, const unsigned char *key, size_t len, uint32_t w_nk, uint32_t w_last)
 {
     gpuaes_key *a = gpuaes_key_new(key, len), *p = gpuaes_key_new_portable(key, len);
     const int nk = (int)len / 4, last = 4 * (nk + 7) - 1;
 
-    CHECK(a != nullptr && p != nullptr, "%s: no schedule", name);
+    CHECKF(a != nullptr && p != nullptr, "%s: no schedule", name);
     if (a == nullptr || p == nullptr) return;
-    CHECK(a->rk_enc[nk] == w_nk && a->rk_enc[last] == w_last, "%s: w[%d] %08x, w[%d] %08x", name, nk,
-          a->rk_enc[nk], last, a->rk_enc[last]);
-    CHECK(p->rk_enc[nk] == w_nk && p->rk_enc[last] == w_last, "%s (portable): w[%d] %08x, w[%d] %08x", name,
-          nk, p->rk_enc[nk], last, p->rk_enc[last]);
+    CHECKF(a->rk_enc[nk] == w_nk && a->rk_enc[last] == w_last, "%s: w[%d] %08x, w[%d] %08x", name, nk,
+           a->rk_enc[nk], last, a->rk_enc[last]);
+    CHECKF(p->rk_enc[nk] == w_nk && p->rk_enc[last] == w_last, "%s (portable): w[%d] %08x, w[%d] %08x", name,
+           nk, p->rk_enc[nk], last, p->rk_enc[last]);
     gpuaes_key_free(a);
     gpuaes_key_free(p);
 }
@@ -60,17 +50,17 @@ int main()
             if (i == 0) std::memset(key, 0, sizeof key);
             if (i == 1) std::memset(key, 0xff, sizeof key);
             gpuaes_key *a = gpuaes_key_new(key, len), *p = gpuaes_key_new_portable(key, len);
-            CHECK(a != nullptr && p != nullptr, "no schedule");
+            CHECKF(a != nullptr && p != nullptr, "no schedule");
             if (a == nullptr || p == nullptr) return 1;
             const size_t words = 4 * ((size_t)a->rounds + 1);
-            CHECK(a->rounds == p->rounds && a->rounds == (int)len / 4 + 6, "rounds %d / %d", a->rounds, p->rounds);
-            CHECK(std::memcmp(a->rk_enc, p->rk_enc, words * 4) == 0, "%zu-byte key: encryption schedules differ", len);
-            CHECK(std::memcmp(a->rk_dec, p->rk_dec, words * 4) == 0, "%zu-byte key: decryption schedules differ", len);
+            CHECKF(a->rounds == p->rounds && a->rounds == (int)len / 4 + 6, "rounds %d / %d", a->rounds, p->rounds);
+            CHECKF(std::memcmp(a->rk_enc, p->rk_enc, words * 4) == 0, "%zu-byte key: encryption schedules differ", len);
+            CHECKF(std::memcmp(a->rk_dec, p->rk_dec, words * 4) == 0, "%zu-byte key: decryption schedules differ", len);
             gpuaes_key_free(a);
             gpuaes_key_free(p);
             cases++;
         }
-    CHECK(gpuaes_key_new(k128, 20) == nullptr && gpuaes_key_new(nullptr, 16) == nullptr, "a bad key was taken");
+    CHECKF(gpuaes_key_new(k128, 20) == nullptr && gpuaes_key_new(nullptr, 16) == nullptr, "a bad key was taken");
     std::printf("%d random keys and FIPS-197 A.1-A.3\n", cases);
     return test_report("key_schedule");
 }

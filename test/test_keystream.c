@@ -23,43 +23,22 @@
 #include <openssl/err.h>
 #include <openssl/params.h>
 
+#include "rng.h"
 #include "testutil.h"
 
 static test_env env;
 static const char *const names[] = { "AES-128-CTR", "AES-192-CTR", "AES-256-CTR" };
 static EVP_CIPHER *sub[3], *ref[3];
-static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
-
-#define CHECKM(cond, ...) do { if (!(cond)) { pthread_mutex_lock(&fail_lock); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); \
-    test_fail(__FILE__, __LINE__, #cond); pthread_mutex_unlock(&fail_lock); } } while (0)
-
-/* Per-thread generator (testutil's is global). */
-typedef struct { uint64_t s; } rng;
-static uint64_t rnext(rng *r)
-{
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-static size_t rbelow(rng *r, size_t n) { return n ? (size_t)(rnext(r) % n) : 0; }
-static void rbytes(rng *r, unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (unsigned char)rnext(r);
-}
 
 /* An update length: mostly small, sometimes across a window or two. */
-static size_t rlen(rng *r)
+static size_t rlen(rng_state *r)
 {
-    switch (rbelow(r, 8)) {
-    case 0: return 1 + rbelow(r, 15);
-    case 1: return 16 * (1 + rbelow(r, 4));
-    case 2: return 1 + rbelow(r, 200 << 10);
+    switch (rng_below(r, 8)) {
+    case 0: return 1 + rng_below(r, 15);
+    case 1: return 16 * (1 + rng_below(r, 4));
+    case 2: return 1 + rng_below(r, 200 << 10);
     case 3: return 64 << 10;
-    default: return 1 + rbelow(r, 16 << 10);
+    default: return 1 + rng_below(r, 16 << 10);
     }
 }
 
@@ -97,24 +76,24 @@ static void pair_free(pair *p)
 }
 
 /* One update of n random bytes on both; outputs must agree.  Sometimes in place. */
-static int pair_step(pair *p, rng *r, size_t n)
+static int pair_step(pair *p, rng_state *r, size_t n)
 {
     int la = 0, lb = 0, ok;
 
     if (n > p->cap)
         n = p->cap;
-    rbytes(r, p->in, n);
-    if (rbelow(r, 4) == 0) {
+    rng_bytes(r, p->in, n);
+    if (rng_below(r, 4) == 0) {
         memcpy(p->oa, p->in, n);
         ok = EVP_CipherUpdate(p->a, p->oa, &la, p->oa, (int)n);
     } else {
         ok = EVP_CipherUpdate(p->a, p->oa, &la, p->in, (int)n);
     }
     ok = ok && EVP_CipherUpdate(p->b, p->ob, &lb, p->in, (int)n);
-    CHECKM(ok && la == (int)n && lb == (int)n, "%s %s: update of %zu failed", names[p->ki], p->what, n);
+    CHECKF(ok && la == (int)n && lb == (int)n, "%s %s: update of %zu failed", names[p->ki], p->what, n);
     if (!ok)
         return 0;
-    CHECKM(memcmp(p->oa, p->ob, n) == 0, "%s %s: output differs in an update of %zu bytes",
+    CHECKF(memcmp(p->oa, p->ob, n) == 0, "%s %s: output differs in an update of %zu bytes",
            names[p->ki], p->what, n);
     return memcmp(p->oa, p->ob, n) == 0;
 }
@@ -124,24 +103,24 @@ static void pair_state(pair *p)
 {
     unsigned char ia[16], ib[16];
 
-    CHECKM(EVP_CIPHER_CTX_get_num(p->a) == EVP_CIPHER_CTX_get_num(p->b), "%s %s: num %d vs %d",
+    CHECKF(EVP_CIPHER_CTX_get_num(p->a) == EVP_CIPHER_CTX_get_num(p->b), "%s %s: num %d vs %d",
            names[p->ki], p->what, EVP_CIPHER_CTX_get_num(p->a), EVP_CIPHER_CTX_get_num(p->b));
-    CHECKM(EVP_CIPHER_CTX_get_updated_iv(p->a, ia, 16) && EVP_CIPHER_CTX_get_updated_iv(p->b, ib, 16)
+    CHECKF(EVP_CIPHER_CTX_get_updated_iv(p->a, ia, 16) && EVP_CIPHER_CTX_get_updated_iv(p->b, ib, 16)
            && memcmp(ia, ib, 16) == 0, "%s %s: updated IV differs", names[p->ki], p->what);
 }
 
 /* A stream of about `total` bytes with random splits and, when `events`,
  * state reads, re-inits and dups along the way. */
-static void stream(rng *r, int ki, const unsigned char *iv, size_t total, int events, const char *what)
+static void stream(rng_state *r, int ki, const unsigned char *iv, size_t total, int events, const char *what)
 {
     unsigned char key[32], iv2[16];
-    int enc = (int)rbelow(r, 2);
+    int enc = (int)rng_below(r, 2);
     pair p;
     size_t done = 0;
 
-    rbytes(r, key, sizeof(key));
+    rng_bytes(r, key, sizeof(key));
     if (!pair_init(&p, ki, key, iv, enc, what)) {
-        CHECKM(0, "%s %s: init", names[ki], what);
+        CHECKF(0, "%s %s: init", names[ki], what);
         pair_free(&p);
         return;
     }
@@ -153,29 +132,29 @@ static void stream(rng *r, int ki, const unsigned char *iv, size_t total, int ev
         done += n;
         if (!events)
             continue;
-        switch (rbelow(r, 40)) {
+        switch (rng_below(r, 40)) {
         case 0:
             pair_state(&p);
             break;
         case 1:                       /* re-init, no key, no IV: CTR goes on from its counter */
-            CHECKM(EVP_CipherInit_ex2(p.a, NULL, NULL, NULL, enc, NULL)
+            CHECKF(EVP_CipherInit_ex2(p.a, NULL, NULL, NULL, enc, NULL)
                    && EVP_CipherInit_ex2(p.b, NULL, NULL, NULL, enc, NULL), "reinit");
             break;
         case 2:                       /* new IV, sometimes near the top */
-            rbytes(r, iv2, 16);
-            if (rbelow(r, 2))
+            rng_bytes(r, iv2, 16);
+            if (rng_below(r, 2))
                 memset(iv2, 0xff, 14);
-            CHECKM(EVP_CipherInit_ex2(p.a, NULL, NULL, iv2, enc, NULL)
+            CHECKF(EVP_CipherInit_ex2(p.a, NULL, NULL, iv2, enc, NULL)
                    && EVP_CipherInit_ex2(p.b, NULL, NULL, iv2, enc, NULL), "reinit iv");
             break;
         case 3:                       /* new key */
-            rbytes(r, key, 32);
-            CHECKM(EVP_CipherInit_ex2(p.a, NULL, key, NULL, enc, NULL)
+            rng_bytes(r, key, 32);
+            CHECKF(EVP_CipherInit_ex2(p.a, NULL, key, NULL, enc, NULL)
                    && EVP_CipherInit_ex2(p.b, NULL, key, NULL, enc, NULL), "reinit key");
             break;
         case 4: case 5: {             /* dup: the copies go on with their own data */
             pair q = p;
-            rng r2 = { rnext(r) };
+            rng_state r2 = rng_seeded(rng_next(r));
 
             q.a = EVP_CIPHER_CTX_new();
             q.b = EVP_CIPHER_CTX_new();
@@ -183,7 +162,7 @@ static void stream(rng *r, int ki, const unsigned char *iv, size_t total, int ev
             q.oa = malloc(q.cap);
             q.ob = malloc(q.cap);
             q.what = "dup copy";
-            CHECKM(q.a && q.b && q.in && q.oa && q.ob && EVP_CIPHER_CTX_copy(q.a, p.a)
+            CHECKF(q.a && q.b && q.in && q.oa && q.ob && EVP_CIPHER_CTX_copy(q.a, p.a)
                    && EVP_CIPHER_CTX_copy(q.b, p.b), "dup");
             for (int i = 0; i < 6 && test_failures == 0; i++) {
                 pair_step(&q, &r2, rlen(&r2));
@@ -202,9 +181,9 @@ static void stream(rng *r, int ki, const unsigned char *iv, size_t total, int ev
 }
 
 /* Counter block with its top 16 - `bytes` bytes random and the last `bytes` = 2^(8 bytes) - k. */
-static void iv_near_top(rng *r, unsigned char iv[16], int bytes, uint64_t k)
+static void iv_near_top(rng_state *r, unsigned char iv[16], int bytes, uint64_t k)
 {
-    rbytes(r, iv, 16);
+    rng_bytes(r, iv, 16);
     memset(iv + 16 - bytes, 0xff, (size_t)bytes);
     /* subtract k - 1 from the last 8 bytes (k <= 2^32) */
     uint64_t lo = 0;
@@ -220,12 +199,12 @@ typedef struct { uint64_t seed; int idx; } targ;
 static void *thread_main(void *v)
 {
     targ *t = v;
-    rng r = { t->seed };
+    rng_state r = rng_seeded(t->seed);
     unsigned char iv[16];
 
     for (int i = 0; i < 3 && test_failures == 0; i++) {
-        rbytes(&r, iv, 16);
-        stream(&r, (t->idx + i) % 3, iv, (3 << 20) + rbelow(&r, 1 << 20), 1, "thread");
+        rng_bytes(&r, iv, 16);
+        stream(&r, (t->idx + i) % 3, iv, (3 << 20) + rng_below(&r, 1 << 20), 1, "thread");
     }
     return NULL;
 }
@@ -242,7 +221,7 @@ static uint64_t u64_param(const char *key)
 int main(int argc, char **argv)
 {
     int gpu = 0, nthreads = 8;
-    rng r = { 0x6b657973747265ULL };
+    rng_state r = rng_seeded(0x6b657973747265ULL);
     unsigned char iv[16];
 
     for (int i = 1; i < argc; i++) {
@@ -252,7 +231,7 @@ int main(int argc, char **argv)
             nthreads = atoi(argv[++i]);
     }
     if (getenv("GPUAES_TEST_SEED") != NULL)
-        r.s = strtoull(getenv("GPUAES_TEST_SEED"), NULL, 0);
+        r = rng_seeded(strtoull(getenv("GPUAES_TEST_SEED"), NULL, 0));
     if (!test_env_open(&env))
         return 1;
     if (gpu)
@@ -268,26 +247,26 @@ int main(int argc, char **argv)
 
     /* Random splits across window boundaries, each key size. */
     for (int k = 0; k < 3; k++) {
-        rbytes(&r, iv, 16);
+        rng_bytes(&r, iv, 16);
         stream(&r, k, iv, 6 << 20, 0, "splits");
     }
     /* 128-bit counter at 2^128 - k: wraps to zero inside a window. */
     for (int i = 0; i < 6; i++) {
         memset(iv, 0xff, 16);
-        iv[15] -= (unsigned char)rbelow(&r, 200);
-        iv[14] -= (unsigned char)rbelow(&r, 40);
+        iv[15] -= (unsigned char)rng_below(&r, 200);
+        iv[14] -= (unsigned char)rng_below(&r, 40);
         stream(&r, i % 3, iv, 3 << 20, 0, "counter at 2^128 - k");
     }
     /* Low 32 bits at 2^32 - k: the carry must reach bit 32 (not GCM's inc32). */
     for (int i = 0; i < 3; i++) {
-        iv_near_top(&r, iv, 4, 1 + rbelow(&r, 20000));
+        iv_near_top(&r, iv, 4, 1 + rng_below(&r, 20000));
         stream(&r, i, iv, 2 << 20, 0, "counter at 2^32 - k");
-        iv_near_top(&r, iv, 8, 1 + rbelow(&r, 20000));
+        iv_near_top(&r, iv, 8, 1 + rng_below(&r, 20000));
         stream(&r, i, iv, 2 << 20, 0, "counter at 2^64 - k");
     }
     /* Re-init, dup, state reads in the middle of windows. */
     for (int i = 0; i < 6; i++) {
-        rbytes(&r, iv, 16);
+        rng_bytes(&r, iv, 16);
         stream(&r, i % 3, iv, 8 << 20, 1, "events");
     }
     /* fork() in keystream mode: the child goes on (on a GPU, without it), right. */
@@ -297,8 +276,8 @@ int main(int argc, char **argv)
         pid_t pid;
         int status = 0;
 
-        rbytes(&r, key, 32);
-        rbytes(&r, iv, 16);
+        rng_bytes(&r, key, 32);
+        rng_bytes(&r, iv, 16);
         if (pair_init(&p, 0, key, iv, 1, "fork")) {
             for (int i = 0; i < 64; i++)
                 pair_step(&p, &r, 16384 + 3);
@@ -311,7 +290,7 @@ int main(int argc, char **argv)
                     bad = !pair_step(&p, &r, 16384 + 5);
                 _exit(bad || test_failures ? 1 : 0);
             }
-            CHECKM(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status)
+            CHECKF(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status)
                    && WEXITSTATUS(status) == 0, "fork: the child's stream differs");
             for (int i = 0; i < 16; i++)
                 pair_step(&p, &r, 16384 + 7);
@@ -326,10 +305,10 @@ int main(int argc, char **argv)
         if (nthreads > 64)
             nthreads = 64;
         for (int i = 0; i < nthreads; i++) {
-            ta[i].seed = rnext(&r);
+            ta[i].seed = rng_next(&r);
             ta[i].idx = i;
             if (pthread_create(&th[i], NULL, thread_main, &ta[i]) != 0) {
-                CHECKM(0, "pthread_create");
+                CHECKF(0, "pthread_create");
                 nthreads = i;
                 break;
             }
@@ -347,7 +326,7 @@ int main(int argc, char **argv)
                made ? 100.0 * (double)(made - used) / (double)made : 0.0,
                (unsigned long long)launches, (unsigned long long)jobs);
         if (gpu)
-            CHECKM(used > 0 && used <= made, "keystream was not used (made %llu, used %llu)",
+            CHECKF(used > 0 && used <= made, "keystream was not used (made %llu, used %llu)",
                    (unsigned long long)made, (unsigned long long)used);
     }
     for (int k = 0; k < 3; k++) {

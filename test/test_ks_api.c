@@ -20,24 +20,12 @@
 #include <time.h>
 #include <openssl/evp.h>
 
+#include "check.h"
 #include "gpuaes_gpu.h"
+#include "rng.h"
 
-static int failures;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-
-#define CHECK(c, ...) do { if (!(c)) { pthread_mutex_lock(&lock); failures++; \
-    fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); fprintf(stderr, __VA_ARGS__); \
-    fputc('\n', stderr); pthread_mutex_unlock(&lock); } } while (0)
-
-static uint64_t seed = 0x6b735f617069ULL;
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+/* The threads' seeds; each thread draws its jobs from its own. */
+static rng_state seeds = { 0x6b735f617069ULL };
 
 static void inc(unsigned char c[16], int ctr32)
 {
@@ -93,25 +81,25 @@ typedef struct {
     gpuaes_ks_window *w;
 } job;
 
-static void make_job(job *j, uint64_t *s, size_t cap)
+static void make_job(job *j, rng_state *s, size_t cap)
 {
-    j->keylen = 16 + 8 * (size_t)(rnd(s) % 3);
+    j->keylen = 16 + 8 * (size_t)(rng_next(s) % 3);
     for (int i = 0; i < 32; i++)
-        j->key[i] = (unsigned char)rnd(s);
+        j->key[i] = (unsigned char)rng_next(s);
     for (int i = 0; i < 16; i++)
-        j->ctr[i] = (unsigned char)rnd(s);
-    j->ctr32 = (int)(rnd(s) & 1);
+        j->ctr[i] = (unsigned char)rng_next(s);
+    j->ctr32 = (int)(rng_next(s) & 1);
     /* near the top: 2^128 - k, or low 32 bits at 2^32 - k */
     {
-        uint32_t k = (uint32_t)(rnd(s) % 5000);
-        int from = j->ctr32 ? 12 : (int)(rnd(s) % 2 ? 0 : 8);
+        uint32_t k = (uint32_t)(rng_next(s) % 5000);
+        int from = j->ctr32 ? 12 : (int)(rng_next(s) % 2 ? 0 : 8);
         uint64_t v = ~(uint64_t)0 - k;
 
         memset(j->ctr + from, 0xff, (size_t)(16 - from));
         for (int i = 15; i >= 12; i--, v >>= 8)
             j->ctr[i] = (unsigned char)v;
     }
-    j->n = 16 * (1 + (size_t)(rnd(s) % (cap / 16)));
+    j->n = 16 * (1 + (size_t)(rng_next(s) % (cap / 16)));
     j->gk = gpuaes_key_new(j->key, j->keylen);
 }
 
@@ -122,13 +110,13 @@ static void check_job(job *j, const char *what)
     char err[160] = "";
     int r = wait_ready(j->w, err);
 
-    CHECK(r == 1, "%s: window not ready (%d: %s)", what, r, err);
-    CHECK(want != NULL && expect(j->key, j->keylen, j->ctr, j->ctr32, want, j->n), "%s: reference", what);
+    CHECKF(r == 1, "%s: window not ready (%d: %s)", what, r, err);
+    CHECKF(want != NULL && expect(j->key, j->keylen, j->ctr, j->ctr32, want, j->n), "%s: reference", what);
     if (r == 1 && want != NULL) {
-        CHECK(gpuaes_ks_pin(j->w, &ks, err) == 1 && ks != NULL, "%s: pin of a ready window: %s", what, err);
+        CHECKF(gpuaes_ks_pin(j->w, &ks, err) == 1 && ks != NULL, "%s: pin of a ready window: %s", what, err);
         if (ks != NULL) {
-            CHECK(memcmp(ks, want, j->n) == 0, "%s: keystream differs (key %zu, ctr32 %d, %zu bytes)", what,
-                  j->keylen * 8, j->ctr32, j->n);
+            CHECKF(memcmp(ks, want, j->n) == 0, "%s: keystream differs (key %zu, ctr32 %d, %zu bytes)", what,
+                   j->keylen * 8, j->ctr32, j->n);
             gpuaes_ks_unpin(j->w);
         }
     }
@@ -140,7 +128,7 @@ static void check_job(job *j, const char *what)
 
 static void *thread_main(void *arg)
 {
-    uint64_t s = (uint64_t)(uintptr_t)arg;
+    rng_state s = rng_seeded((uint64_t)(uintptr_t)arg);
     job j[PER_THREAD];
     char err[160];
 
@@ -150,11 +138,11 @@ static void *thread_main(void *arg)
         for (int i = 0; i < PER_THREAD; i++) {
             make_job(&j[i], &s, CAP);
             j[i].w = gpuaes_ks_window_new(CAP);
-            CHECK(j[i].w != NULL && j[i].gk != NULL, "window/key");
+            CHECKF(j[i].w != NULL && j[i].gk != NULL, "window/key");
             if (j[i].w == NULL || j[i].gk == NULL)
                 break;
-            CHECK(gpuaes_ks_fill(j[i].w, j[i].gk, j[i].ctr, j[i].n, j[i].ctr32, err) == GPUAES_OK,
-                  "fill: %s", err);
+            CHECKF(gpuaes_ks_fill(j[i].w, j[i].gk, j[i].ctr, j[i].n, j[i].ctr32, err) == GPUAES_OK,
+                   "fill: %s", err);
             n++;
         }
         for (int i = 0; i < n; i++) {
@@ -198,16 +186,16 @@ static void inflight_budget(void)
     gpuaes_key *gk = gpuaes_key_new(key, sizeof(key));
     char err[160] = "";
 
-    CHECK(gk != NULL, "key");
+    CHECKF(gk != NULL, "key");
     for (int i = 0; gk != NULL && i < BUDGET_WINDOWS; i++) {
         gpuaes_status st;
 
         w[i] = gpuaes_ks_window_new(BUDGET_WINDOW);
-        CHECK(w[i] != NULL, "budget window %d", i);
+        CHECKF(w[i] != NULL, "budget window %d", i);
         if (w[i] == NULL)
             break;
         st = gpuaes_ks_fill(w[i], gk, ctr, BUDGET_WINDOW, 0, err); /* nobody polls: all stay counted */
-        CHECK(st != GPUAES_FAILED, "budget fill %d: %s", i, err);
+        CHECKF(st != GPUAES_FAILED, "budget fill %d: %s", i, err);
         ok[i] = st == GPUAES_OK;
         if (st == GPUAES_BUSY) {
             refused = i;
@@ -216,15 +204,15 @@ static void inflight_budget(void)
     }
     /* Refused again and again while full: none of it may change the count. */
     for (int r = 0; refused >= 0 && r < 4; r++)
-        CHECK(gpuaes_ks_fill(w[refused], gk, ctr, BUDGET_WINDOW, 0, err) == GPUAES_BUSY,
-              "a fill over the budget was accepted");
+        CHECKF(gpuaes_ks_fill(w[refused], gk, ctr, BUDGET_WINDOW, 0, err) == GPUAES_BUSY,
+               "a fill over the budget was accepted");
     for (int i = 0; i < BUDGET_WINDOWS; i++)
         if (ok[i])
-            CHECK(wait_ready(w[i], err) == 1, "budget window %d not ready: %s", i, err);
+            CHECKF(wait_ready(w[i], err) == 1, "budget window %d not ready: %s", i, err);
     /* All ready: the budget is whole again, so a quarter of it must be accepted. */
     for (int i = 0; gk != NULL && i < BUDGET_WINDOWS / 4; i++) {
-        CHECK(w[i] != NULL && gpuaes_ks_fill(w[i], gk, ctr, BUDGET_WINDOW, 0, err) == GPUAES_OK,
-              "fill %d refused after every window was ready: in-flight budget lost", i);
+        CHECKF(w[i] != NULL && gpuaes_ks_fill(w[i], gk, ctr, BUDGET_WINDOW, 0, err) == GPUAES_OK,
+               "fill %d refused after every window was ready: in-flight budget lost", i);
         if (w[i] != NULL)
             (void)wait_ready(w[i], err);
     }
@@ -238,15 +226,15 @@ static void inflight_budget(void)
 static void one_window(const char *what)
 {
     job j;
-    uint64_t s = 99;
+    rng_state s = rng_seeded(99);
 
     make_job(&j, &s, CAP);
     j.w = gpuaes_ks_window_new(CAP);
-    CHECK(j.w != NULL && j.gk != NULL, "%s: window/key", what);
+    CHECKF(j.w != NULL && j.gk != NULL, "%s: window/key", what);
     if (j.w != NULL && j.gk != NULL) {
         char err[160] = "";
 
-        CHECK(gpuaes_ks_fill(j.w, j.gk, j.ctr, j.n, j.ctr32, err) == GPUAES_OK, "%s: fill: %s", what, err);
+        CHECKF(gpuaes_ks_fill(j.w, j.gk, j.ctr, j.n, j.ctr32, err) == GPUAES_OK, "%s: fill: %s", what, err);
         check_job(&j, what);
     }
     gpuaes_ks_window_free(j.w);
@@ -260,10 +248,10 @@ static void lifecycle(int real)
 
     gpuaes_gpu_release();
     gpuaes_ks_windows(&windows, &pooled);
-    CHECK(windows == 0 && pooled == 0, "after release: %zu windows (%zu pooled)", windows, pooled);
+    CHECKF(windows == 0 && pooled == 0, "after release: %zu windows (%zu pooled)", windows, pooled);
     one_window("after release");
     gpuaes_ks_windows(&windows, &pooled);
-    CHECK(windows == 1 && pooled == 1, "one window freed: %zu windows (%zu pooled)", windows, pooled);
+    CHECKF(windows == 1 && pooled == 1, "one window freed: %zu windows (%zu pooled)", windows, pooled);
     if (!real)
         return;                       /* the emulator has no idle release thread */
     {
@@ -272,7 +260,7 @@ static void lifecycle(int real)
         nanosleep(&ts, NULL);
     }
     gpuaes_ks_windows(&windows, &pooled);
-    CHECK(windows == 0, "a window idle for 3.5 s is still there (%zu windows)", windows);
+    CHECKF(windows == 0, "a window idle for 3.5 s is still there (%zu windows)", windows);
     one_window("after the idle release");
 }
 
@@ -289,7 +277,7 @@ int main(int argc, char **argv)
     }
     gpuaes_ks_set_limit((size_t)64 << 20);
     for (int i = 0; i < 4; i++)
-        pthread_create(&th[i], NULL, thread_main, (void *)(uintptr_t)rnd(&seed));
+        pthread_create(&th[i], NULL, thread_main, (void *)(uintptr_t)rng_next(&seeds));
     for (int i = 0; i < 4; i++)
         pthread_join(th[i], NULL);
     gpuaes_ks_set_limit((size_t)128 << 20);
@@ -299,13 +287,13 @@ int main(int argc, char **argv)
     {
         gpuaes_ks_window *w = gpuaes_ks_window_new((size_t)128 << 20);
 
-        CHECK(w == NULL, "a window beyond the limit");
+        CHECKF(w == NULL, "a window beyond the limit");
         gpuaes_ks_window_free(w);
     }
     gpuaes_ks_set_limit((size_t)64 << 20);
     lifecycle(strncmp(gpuaes_gpu_description(), "CPU emulation", 13) != 0);
     gpuaes_ks_stats(&launches, &jobs);
-    printf("ks_api: %llu fills in %llu launches; %s\n", jobs, launches, failures ? "FAILED" : "ok");
+    printf("ks_api: %llu fills in %llu launches; %s\n", jobs, launches, test_failures ? "FAILED" : "ok");
     gpuaes_gpu_release();
-    return failures ? 1 : 0;
+    return test_failures ? 1 : 0;
 }

@@ -195,24 +195,24 @@ int main(int argc, char **argv)
         if (pid == 0)
             child((unsigned)test_rand64());
         if (pid < 0 || waitpid(pid, &status, 0) != pid) {
-            TEST_CHECK(0);
+            CHECK(0);
             break;
         }
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
             fprintf(stderr, "run %d: the child %s %d\n", r, WIFSIGNALED(status) ? "died of signal" : "exited with",
                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-            TEST_CHECK(0);
+            CHECK(0);
             continue;
         }
         for (int t = 0; t < THREADS; t++)
             if (!verify(&penv, ref, t, atomic_load(&sh->lanes[t].done))) {
                 fprintf(stderr, "run %d: wrong output before exit()\n", r);
-                TEST_CHECK(0);
+                CHECK(0);
             }
         used_runs += sh->ks_used > 0;
     }
     printf("%d runs, keystream used in %d of them\n", runs, used_runs);
-    TEST_CHECK(used_runs >= runs / 2);   /* else this tested nothing */
+    CHECK(used_runs >= runs / 2);   /* else this tested nothing */
     EVP_CIPHER_free(ref);
     test_env_close(&penv);
     return test_report("keystream at exit");

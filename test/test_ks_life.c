@@ -24,35 +24,28 @@
 #include <openssl/core_names.h>
 #include <openssl/params.h>
 
+#include "size.h"
 #include "testutil.h"
 
 static test_env env;
 static EVP_CIPHER *sub, *ref;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-
-#define CHECKM(cond, ...) do { if (!(cond)) { pthread_mutex_lock(&lock); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); \
-    test_fail(__FILE__, __LINE__, #cond); pthread_mutex_unlock(&lock); } } while (0)
 
 static uint64_t param(const char *key)
 {
     uint64_t v = 0;
     OSSL_PARAM p[2] = { OSSL_PARAM_uint64(key, &v), OSSL_PARAM_END };
 
-    CHECKM(OSSL_PROVIDER_get_params(env.gpuaes, p) && OSSL_PARAM_modified(&p[0]), "parameter %s", key);
+    CHECKF(OSSL_PROVIDER_get_params(env.gpuaes, p) && OSSL_PARAM_modified(&p[0]), "parameter %s", key);
     return v;
 }
 
+/* A size knob as the test's environment sets it ("64K"); 0 when unset or malformed. */
 static size_t knob(const char *name)
 {
     const char *v = getenv(name);
-    size_t n = v != NULL ? strtoull(v, NULL, 0) : 0;
+    size_t n = 0;
 
-    if (v != NULL && (strchr(v, 'K') || strchr(v, 'k')))
-        n <<= 10;
-    if (v != NULL && (strchr(v, 'M') || strchr(v, 'm')))
-        n <<= 20;
-    return n;
+    return v != NULL && size_parse(v, &n) ? n : 0;
 }
 
 /* A gpuaes stream and the default provider's, side by side. */
@@ -78,7 +71,7 @@ static void pair_init(pair *p, uint64_t seed, size_t cap)
     p->in = malloc(cap);
     p->oa = malloc(cap);
     p->ob = malloc(cap);
-    CHECKM(p->a && p->b && p->in && p->oa && p->ob && EVP_EncryptInit_ex2(p->a, sub, key, iv, NULL)
+    CHECKF(p->a && p->b && p->in && p->oa && p->ob && EVP_EncryptInit_ex2(p->a, sub, key, iv, NULL)
            && EVP_EncryptInit_ex2(p->b, ref, key, iv, NULL), "init");
     for (size_t i = 0; i < cap; i++)
         p->in[i] = (unsigned char)(i * 7 + seed);
@@ -91,16 +84,16 @@ static void pair_step(pair *p, size_t n)
     if (n > p->cap)
         n = p->cap;
     p->in[p->s++ % n] ^= 1;
-    CHECKM(EVP_EncryptUpdate(p->a, p->oa, &la, p->in, (int)n) && la == (int)n
+    CHECKF(EVP_EncryptUpdate(p->a, p->oa, &la, p->in, (int)n) && la == (int)n
            && EVP_EncryptUpdate(p->b, p->ob, &lb, p->in, (int)n) && lb == (int)n, "update of %zu", n);
-    CHECKM(memcmp(p->oa, p->ob, n) == 0, "output differs in an update of %zu bytes", n);
+    CHECKF(memcmp(p->oa, p->ob, n) == 0, "output differs in an update of %zu bytes", n);
 }
 
 static void pair_final(pair *p)
 {
     int la = -1, lb = -1;
 
-    CHECKM(EVP_EncryptFinal_ex(p->a, p->oa, &la) && EVP_EncryptFinal_ex(p->b, p->ob, &lb) && la == 0
+    CHECKF(EVP_EncryptFinal_ex(p->a, p->oa, &la) && EVP_EncryptFinal_ex(p->b, p->ob, &lb) && la == 0
            && lb == 0, "final");
 }
 
@@ -137,7 +130,7 @@ static void test_jump(void)
     uint64_t made, used;
 
     pair_init(&p, 1, (size_t)3 << 20);
-    CHECKM(ramp(&p, 40), "jump: the first stream got no keystream");
+    CHECKF(ramp(&p, 40), "jump: the first stream got no keystream");
     made = param("keystream-made");
     used = param("keystream-used");
     for (int i = 0; i < 40; i++)           /* 3 MiB each: the whole-job path */
@@ -145,16 +138,16 @@ static void test_jump(void)
     /* The windows it jumped over, at most one set (3 windows), were made and never used. */
     printf("jump: %lld bytes of keystream made and not used after 40 large updates (window %zu)\n",
            (long long)(param("keystream-made") - made) - (long long)(param("keystream-used") - used), win);
-    CHECKM(param("keystream-made") - made <= 3 * win + (param("keystream-used") - used),
+    CHECKF(param("keystream-made") - made <= 3 * win + (param("keystream-used") - used),
            "jump: keystream made for a stream of large updates: %llu bytes, %llu used",
            (unsigned long long)(param("keystream-made") - made),
            (unsigned long long)(param("keystream-used") - used));
     /* Its claim is back: the only keystream stream of the process is another's now. */
     pair_init(&q, 2, 64 << 10);
-    CHECKM(ramp(&q, 40), "jump: a second stream got no keystream (the first kept its claim)");
+    CHECKF(ramp(&q, 40), "jump: a second stream got no keystream (the first kept its claim)");
     pair_free(&q);
     /* And small updates again: the first stream ramps back (the second is gone). */
-    CHECKM(ramp(&p, 40), "jump: the first stream did not return to keystream mode");
+    CHECKF(ramp(&p, 40), "jump: the first stream did not return to keystream mode");
     pair_free(&p);
 }
 
@@ -166,7 +159,7 @@ static void test_mixed(void)
     uint64_t made, used, waste;
 
     pair_init(&p, 5, (size_t)3 << 20);
-    CHECKM(ramp(&p, 40), "mixed: the stream got no keystream");
+    CHECKF(ramp(&p, 40), "mixed: the stream got no keystream");
     made = param("keystream-made");
     used = param("keystream-used");
     for (int c = 0; c < cycles; c++) {
@@ -178,7 +171,7 @@ static void test_mixed(void)
     waste = (param("keystream-made") - made) - (param("keystream-used") - used);
     printf("mixed: %llu bytes of keystream made, %llu not used, over %d large updates (window %zu)\n",
            (unsigned long long)(param("keystream-made") - made), (unsigned long long)waste, cycles, win);
-    CHECKM(waste <= (uint64_t)(cycles + 1) * 3 * win, "mixed: %llu bytes wasted, more than a window set per large update",
+    CHECKF(waste <= (uint64_t)(cycles + 1) * 3 * win, "mixed: %llu bytes wasted, more than a window set per large update",
            (unsigned long long)waste);
 }
 
@@ -187,10 +180,10 @@ static void test_final(void)
     pair p, q;
 
     pair_init(&p, 3, 64 << 10);
-    CHECKM(ramp(&p, 40), "final: the first stream got no keystream");
+    CHECKF(ramp(&p, 40), "final: the first stream got no keystream");
     pair_final(&p);                       /* finished, not freed */
     pair_init(&q, 4, 64 << 10);
-    CHECKM(ramp(&q, 40), "final: a second stream got no keystream (the finished one kept its claim)");
+    CHECKF(ramp(&q, 40), "final: a second stream got no keystream (the finished one kept its claim)");
     pair_free(&q);
     pair_free(&p);
 }
@@ -230,9 +223,9 @@ static void test_pool(void)
     const size_t streams = knob("GPUAES_KEYSTREAM_MAX_CONTEXTS");
     pthread_t th[8], watch;
 
-    CHECKM(pthread_create(&watch, NULL, pool_watch, NULL) == 0, "thread");
+    CHECKF(pthread_create(&watch, NULL, pool_watch, NULL) == 0, "thread");
     for (int i = 0; i < 8; i++)
-        CHECKM(pthread_create(&th[i], NULL, pool_thread, (void *)(uintptr_t)(1000 * (i + 1))) == 0, "thread");
+        CHECKF(pthread_create(&th[i], NULL, pool_thread, (void *)(uintptr_t)(1000 * (i + 1))) == 0, "thread");
     for (int i = 0; i < 8; i++)
         pthread_join(th[i], NULL);
     pool_stop = 1;
@@ -240,8 +233,8 @@ static void test_pool(void)
     if (param("keystream-windows") > pool_most)
         pool_most = param("keystream-windows");
     printf("pool: at most %llu windows with %zu keystream streams\n", (unsigned long long)pool_most, streams);
-    CHECKM(pool_most > 0, "pool: no window was ever made");
-    CHECKM(pool_most <= 3 * streams, "pool: %llu windows exist, more than 3 x %zu streams",
+    CHECKF(pool_most > 0, "pool: no window was ever made");
+    CHECKF(pool_most <= 3 * streams, "pool: %llu windows exist, more than 3 x %zu streams",
            (unsigned long long)pool_most, streams);
 }
 
@@ -266,7 +259,7 @@ int main(int argc, char **argv)
     else if (strcmp(which, "pool") == 0)
         test_pool();
     else
-        CHECKM(0, "usage: test_ks_life jump|mixed|final|pool [--gpu]");
+        CHECKF(0, "usage: test_ks_life jump|mixed|final|pool [--gpu]");
     EVP_CIPHER_free(sub);
     EVP_CIPHER_free(ref);
     test_env_close(&env);

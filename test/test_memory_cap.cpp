@@ -8,13 +8,11 @@
 #include <thread>
 #include <vector>
 
+#include "check.h"
 #include "gpuaes_gpu.h"
 #include "memory_cap.h"
 
 using namespace gpuaes;
-
-static int g_failures = 0;
-#define CHECK(c) do { if (!(c)) { std::fprintf(stderr, "FAIL line %d: %s\n", __LINE__, #c); ++g_failures; } } while (0)
 
 static gpuaes_gpu_memory_stats stats()
 {
@@ -89,7 +87,7 @@ int main()
     mem_release(1);
     mem_alloc_ok();
 
-    if (g_failures != 0) return 1;
+    if (test_failures != 0) return 1;
     std::printf("memory cap: held <= cap under 8 threads (peak %zu MiB of %zu), refusals counted, "
                 "out-of-memory back-off 10 ms doubling\n", peak.load() >> 20, kCap >> 20);
     return 0;

@@ -23,6 +23,7 @@
 #include <openssl/err.h>
 
 #include "api_util.h"
+#include "rng.h"
 
 #define THREADS 32
 #define BURSTS 2                       /* per thread in the turns phase */
@@ -52,15 +53,9 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
 
-typedef struct { uint64_t s; unsigned char *a, *b; int id; } worker;
+typedef struct { rng_state rng; unsigned char *a, *b; int id; } worker;
 
-static uint64_t next(worker *w)
-{
-    w->s ^= w->s << 13;
-    w->s ^= w->s >> 7;
-    w->s ^= w->s << 17;
-    return w->s;
-}
+static uint64_t next(worker *w) { return rng_next(&w->rng); }
 
 /* One call of cipher i, direction enc, len bytes (whole blocks for ECB and
  * CBC, which run without padding), against the default provider. */
@@ -168,7 +163,7 @@ int main(void)
     tokens = cores / 2 < 1 ? 1 : cores / 2 > 64 ? 64 : (int)(cores / 2);
     pthread_barrier_init(&crowd, NULL, THREADS);
     for (int t = 0; t < THREADS; t++) {
-        w[t].s = 0x9e3779b97f4a7c15ULL * (uint64_t)(t + 1);
+        w[t].rng = rng_seeded((uint64_t)t + 1);   /* fixed, one stream per worker */
         w[t].id = t;
         w[t].a = malloc(MAXLEN);
         w[t].b = malloc(MAXLEN);

@@ -56,7 +56,7 @@ static void check_provider_params(test_env *env)
         CHECKF(q != NULL && q->data_type == want[i].type,
                "gettable provider param %s missing or of the wrong type", want[i].key);
     }
-    TEST_CHECK(OSSL_PROVIDER_get_params(env->gpuaes, p));
+    CHECK(OSSL_PROVIDER_get_params(env->gpuaes, p));
     for (int i = 0; p[i].key != NULL; i++)
         CHECKF(OSSL_PARAM_modified(&p[i]), "provider param %s not returned", p[i].key);
     CHECKF(name != NULL && *name != '\0', "name empty");
@@ -107,7 +107,7 @@ static void check_config(void)
     }
     snprintf(path, sizeof(path), "%s/gpuaes_params_XXXXXX", tmp ? tmp : "/tmp");
     fd = mkstemp(path);
-    TEST_CHECK(fd >= 0);
+    CHECK(fd >= 0);
     if (fd < 0 || (f = fdopen(fd, "w")) == NULL)
         return;
     fprintf(f, "openssl_conf = openssl_init\n[openssl_init]\nproviders = provider_sect\n"
@@ -121,7 +121,7 @@ static void check_config(void)
     OSSL_PROVIDER_do_all(l, find_gpuaes, &prov);
     CHECKF(prov != NULL, "gpuaes not activated by the config");
     if (prov != NULL) {
-        TEST_CHECK(OSSL_PROVIDER_get_params(prov, p));
+        CHECK(OSSL_PROVIDER_get_params(prov, p));
         CHECKF(minb == (envmin ? strtoull(envmin, NULL, 0) : 4321),
                "offload-min-bytes %llu from config (offload_min_bytes = 4321, env %s)",
                (unsigned long long)minb, envmin ? envmin : "unset");
@@ -174,7 +174,7 @@ static void check_cipher(test_env *env, const char *cname)
             fprintf(stderr, "%s: cipher param %s differs\n", cname, p->key);
             pv_print("default", &a);
             pv_print("gpuaes ", &b);
-            test_fail(__FILE__, __LINE__, "cipher param");
+            check_failed(__FILE__, __LINE__, "cipher param");
         }
     }
     CHECKF(EVP_CIPHER_get_flags(cd) == EVP_CIPHER_get_flags(cg), "%s flags %lx vs %lx", cname,
@@ -187,7 +187,7 @@ static void check_cipher(test_env *env, const char *cname)
     CHECKF(strcmp(EVP_CIPHER_get0_name(cd), EVP_CIPHER_get0_name(cg)) == 0, "%s name %s vs %s",
            cname, EVP_CIPHER_get0_name(cd), EVP_CIPHER_get0_name(cg));
     /* The lists an initialised context reports. */
-    TEST_CHECK(EVP_EncryptInit_ex2(xd, cd, key, iv, NULL) && EVP_EncryptInit_ex2(xg, cg, key, iv, NULL));
+    CHECK(EVP_EncryptInit_ex2(xd, cd, key, iv, NULL) && EVP_EncryptInit_ex2(xg, cg, key, iv, NULL));
     compare_lists(cname, "ctx gettable", EVP_CIPHER_CTX_gettable_params(xd),
                   EVP_CIPHER_CTX_gettable_params(xg));
     compare_lists(cname, "ctx settable", EVP_CIPHER_CTX_settable_params(xd),
@@ -274,7 +274,7 @@ static void check_names(test_env *env)
     const OSSL_ALGORITHM *ag = OSSL_PROVIDER_query_operation(env->gpuaes, OSSL_OP_CIPHER, &ncache);
     const OSSL_ALGORITHM *ad = OSSL_PROVIDER_query_operation(env->deflt, OSSL_OP_CIPHER, &ncache);
 
-    TEST_CHECK(ag != NULL && ad != NULL);
+    CHECK(ag != NULL && ad != NULL);
     for (const OSSL_ALGORITHM *a = ag; a != NULL && a->algorithm_names != NULL; a++) {
         total++;
         CHECKF(a->property_definition != NULL
@@ -346,9 +346,9 @@ static void check_gpu_accounting(test_env *env)
     test_rand_bytes(key, sizeof(key));
     test_rand_bytes(iv, sizeof(iv));
     before = test_gpu_bytes(env);
-    TEST_CHECK(api_crypt(cg, 1, key, iv, NULL, 0, in, n, out, &ol, NULL, 1));
+    CHECK(api_crypt(cg, 1, key, iv, NULL, 0, in, n, out, &ol, NULL, 1));
     after = test_gpu_bytes(env);
-    TEST_CHECK(api_crypt(cd, 1, key, iv, NULL, 0, in, n, ref, &dl, NULL, 1));
+    CHECK(api_crypt(cd, 1, key, iv, NULL, 0, in, n, ref, &dl, NULL, 1));
     CHECKF(ol == n && dl == n && memcmp(out, ref, n) == 0, "AES-128-CTR %zu bytes differ", n);
     if (!avail)
         CHECKF(after == before, "gpu-bytes grew by %llu without a GPU",

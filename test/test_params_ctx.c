@@ -62,7 +62,7 @@ static void report_ctx_param(const char *key, void *varg)
 
     fprintf(stderr, "%s %s %s: ctx param %s differs\n", c->r->cname,
             c->r->enc ? "enc" : "dec", c->where, key);
-    test_fail(__FILE__, __LINE__, "ctx param");
+    check_failed(__FILE__, __LINE__, "ctx param");
 }
 
 static void compare_ctx_params(run_t *r, const char *where)
@@ -170,7 +170,7 @@ static void do_step(run_t *r, int i)
             unsigned char t[2][16];
 
             for (int j = 0; j < 2; j++)
-                TEST_CHECK(EVP_CIPHER_CTX_ctrl(r->x[j], EVP_CTRL_AEAD_GET_TAG, (int)n, t[j]) > 0);
+                CHECK(EVP_CIPHER_CTX_ctrl(r->x[j], EVP_CTRL_AEAD_GET_TAG, (int)n, t[j]) > 0);
             CHECKF(memcmp(t[0], t[1], n) == 0, "%s %s: tag differs", r->cname, where);
             memcpy(r->tags[r->nfinal], t[0], n);
         }
@@ -224,7 +224,7 @@ static void check_copy_both(test_env *env, const char *cname)
     size_t rl = 0, cl = 0;
 
     test_rand_bytes(in, sizeof(in));
-    TEST_CHECK(api_crypt(cd, 1, key1, iv1, aad, 20, in, sizeof(in), ct, &cl, tag, 0));
+    CHECK(api_crypt(cd, 1, key1, iv1, aad, 20, in, sizeof(in), ct, &cl, tag, 0));
     for (int enc = 1; enc >= 0; enc--) {
         const unsigned char *src = enc ? in : ct;
         EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new(), *y = EVP_CIPHER_CTX_new();
@@ -257,8 +257,8 @@ static void check_copy_both(test_env *env, const char *cname)
         CHECKF((size_t)n2 == rl && memcmp(o2, ref, rl) == 0, "%s %s: copy differs", cname,
                enc ? "enc" : "dec");
         if (gcm && enc) {
-            TEST_CHECK(EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG, 16, t1) > 0);
-            TEST_CHECK(EVP_CIPHER_CTX_ctrl(y, EVP_CTRL_AEAD_GET_TAG, 16, t2) > 0);
+            CHECK(EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG, 16, t1) > 0);
+            CHECK(EVP_CIPHER_CTX_ctrl(y, EVP_CTRL_AEAD_GET_TAG, 16, t2) > 0);
             CHECKF(memcmp(t1, tag, 16) == 0 && memcmp(t2, tag, 16) == 0, "%s: tag after copy", cname);
         }
         EVP_CIPHER_CTX_free(x);

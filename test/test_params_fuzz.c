@@ -152,11 +152,11 @@ void params_fuzz_tests(test_env *env)
 
             snprintf(log, NOPS * 64, "  init key0 (%s)\n", enc ? "enc" : "dec");
             for (int j = 0; j < 2; j++)
-                TEST_CHECK(EVP_CipherInit_ex2(x[j], c[j], keys[0], ivs[0], enc, NULL));
+                CHECK(EVP_CipherInit_ex2(x[j], c[j], keys[0], ivs[0], enc, NULL));
             for (int o = 0; o < NOPS; o++)
                 if (!fuzz_op(x, c, gcm, enc, log, NOPS * 64, why, sizeof(why))) {
                     fprintf(stderr, "%s sequence %d: %s after\n%s", api_ciphers[i], s, why, log);
-                    test_fail(__FILE__, __LINE__, "random API sequence");
+                    check_failed(__FILE__, __LINE__, "random API sequence");
                     break;
                 }
             EVP_CIPHER_CTX_free(x[0]);

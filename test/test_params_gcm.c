@@ -120,7 +120,7 @@ static void gcm_tls_records(test_env *env, const char *name)
     for (int enc = 1; enc >= 0; enc--) {
         for (int j = 0; j < 2; j++) {
             x[j] = EVP_CIPHER_CTX_new();
-            TEST_CHECK(EVP_CipherInit_ex2(x[j], c[j], key, NULL, enc, NULL));
+            CHECK(EVP_CipherInit_ex2(x[j], c[j], key, NULL, enc, NULL));
             /* enc: -1 restores the whole IV (deterministic); dec: the 4 fixed bytes */
             CHECKF(EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_GCM_SET_IV_FIXED, enc ? -1 : 4, iv) > 0,
                    "%s side %d: tlsivfixed", name, j);
@@ -185,16 +185,16 @@ static void gcm_ivgen(test_env *env, const char *name)
     test_rand_bytes(in, sizeof(in));
     for (int j = 0; j < 2; j++) {
         x[j] = EVP_CIPHER_CTX_new();
-        TEST_CHECK(EVP_EncryptInit_ex2(x[j], c[j], key, NULL, NULL));
-        TEST_CHECK(EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_GCM_SET_IV_FIXED, -1, iv) > 0);
+        CHECK(EVP_EncryptInit_ex2(x[j], c[j], key, NULL, NULL));
+        CHECK(EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_GCM_SET_IV_FIXED, -1, iv) > 0);
         for (int k = 0; k < 2; k++) {     /* two messages: the counter advances */
             int n = 0, m = 0;
 
             CHECKF(EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_GCM_IV_GEN, 8, gen[j][k]) > 0,
                    "%s side %d: tlsivgen", name, j);
-            TEST_CHECK(EVP_EncryptUpdate(x[j], ct[j], &n, in, sizeof(in))
-                       && EVP_EncryptFinal_ex(x[j], ct[j] + n, &m)
-                       && EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_GET_TAG, 16, tag[j]) > 0);
+            CHECK(EVP_EncryptUpdate(x[j], ct[j], &n, in, sizeof(in))
+                  && EVP_EncryptFinal_ex(x[j], ct[j] + n, &m)
+                  && EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_GET_TAG, 16, tag[j]) > 0);
         }
     }
     CHECKF(memcmp(gen[0], gen[1], sizeof(gen[0])) == 0, "%s: tlsivgen output differs", name);
@@ -241,7 +241,7 @@ static void cbc_tls_records(test_env *env, const char *name, unsigned version, s
             };
 
             x[j] = EVP_CIPHER_CTX_new();
-            TEST_CHECK(EVP_CipherInit_ex2(x[j], c[j], key, iv, enc, NULL));
+            CHECK(EVP_CipherInit_ex2(x[j], c[j], key, iv, enc, NULL));
             CHECKF(EVP_CIPHER_CTX_set_params(x[j], p), "%s side %d: tls-version/tls-mac-size", name, j);
             if (enc)
                 memcpy(buf[j], plain, len);

@@ -80,23 +80,23 @@ static int probe(int secure, const char *mark)
         EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
         int outl = 0;
 
-        TEST_CHECK(c != NULL && ctx != NULL && EVP_EncryptInit_ex2(ctx, c, key, iv, NULL)
-                   && EVP_EncryptUpdate(ctx, k ? out_g : out_d, &outl, in, (int)sizeof(in))
-                   && outl == (int)sizeof(in));
+        CHECK(c != NULL && ctx != NULL && EVP_EncryptInit_ex2(ctx, c, key, iv, NULL)
+              && EVP_EncryptUpdate(ctx, k ? out_g : out_d, &outl, in, (int)sizeof(in))
+              && outl == (int)sizeof(in));
         EVP_CIPHER_CTX_free(ctx);
         EVP_CIPHER_free(c);
     }
-    TEST_CHECK(memcmp(out_g, out_d, sizeof(in)) == 0);
-    TEST_CHECK(OSSL_PROVIDER_get_params(env.gpuaes, p));
+    CHECK(memcmp(out_g, out_d, sizeof(in)) == 0);
+    CHECK(OSSL_PROVIDER_get_params(env.gpuaes, p));
     strcat(settings, ",");
     printf("%s: %s\n", secure ? "setuid nobody" : "root", settings);
     /* The environment's knob is read only where the caller is the process. */
-    TEST_CHECK(has_setting(settings, secure ? "keystream=on" : "keystream=off"));
-    TEST_CHECK(has_setting(settings, secure ? "disable_gpu=on" : "disable_gpu=off"));
+    CHECK(has_setting(settings, secure ? "keystream=on" : "keystream=off"));
+    CHECK(has_setting(settings, secure ? "disable_gpu=on" : "disable_gpu=off"));
     if (secure)   /* alive for a second: a start in the background would spawn meanwhile */
-        TEST_CHECK(test_gpu_available(&env) == 0 && !appears(mark, 1000));
+        CHECK(test_gpu_available(&env) == 0 && !appears(mark, 1000));
     else
-        TEST_CHECK(appears(mark, 3000));   /* the control: a spawn is seen */
+        CHECK(appears(mark, 3000));   /* the control: a spawn is seen */
     test_env_close(&env);
     return test_failures == 0 ? 0 : 1;
 }
@@ -187,15 +187,15 @@ int main(int argc, char **argv)
 
     /* The control: root reads its own environment, and gpuaes spawns the script. */
     rc = run("/proc/self/exe", "0", mark);
-    TEST_CHECK(rc == 0);
+    CHECK(rc == 0);
     unlink(mark);
 
     rc = run(exe, "1", mark);
     if (rc == TEST_SKIP) {
         printf("SKIP: no AT_SECURE from a setuid copy in %s\n", dir);
     } else {
-        TEST_CHECK(rc == 0);
-        TEST_CHECK(!appears(mark, 500));
+        CHECK(rc == 0);
+        CHECK(!appears(mark, 500));
     }
     unlink(mark);
     unlink(script);

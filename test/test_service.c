@@ -54,7 +54,7 @@ static void stop_detached(const char *dir)
 
     if (gpuaesd_query_status(dir, &st, 2000) == 0)
         kill((pid_t)st.service_pid, SIGTERM);
-    TEST_CHECK(svc_wait_gone(dir, 20000) == 0);
+    CHECK(svc_wait_gone(dir, 20000) == 0);
 }
 
 /* 0 once the service's GPU is up and warm, 77 when it has none. */
@@ -88,20 +88,20 @@ static gpuaesd_conn *start_race(const char *dir, const char *service)
 
     for (int i = 0; i < 4; i++) {
         s[i] = (starter){ dir, service, NULL };
-        TEST_CHECK(pthread_create(&t[i], NULL, start_one, &s[i]) == 0);
+        CHECK(pthread_create(&t[i], NULL, start_one, &s[i]) == 0);
     }
     for (int i = 0; i < 4; i++)
         pthread_join(t[i], NULL);
     for (int i = 1; i < 4; i++) {
-        TEST_CHECK(s[i].c != NULL);
+        CHECK(s[i].c != NULL);
         gpuaesd_close(s[i].c);
     }
     /* 4 + this query; the bound is for a loaded machine (TSan on 2 cores). */
     memset(&st, 0, sizeof(st));
-    TEST_CHECK(gpuaesd_query_status(dir, &st, 10000) == 0);
+    CHECK(gpuaesd_query_status(dir, &st, 10000) == 0);
     if (st.clients_total != 5)
         fprintf(stderr, "clients_total %llu, not 5\n", (unsigned long long)st.clients_total);
-    TEST_CHECK(st.clients_total == 5);
+    CHECK(st.clients_total == 5);
     return s[0].c;
 }
 
@@ -130,7 +130,7 @@ static void wait_dma_settled(const char *dir)
             return;
         usleep(50 * 1000);
     }
-    TEST_CHECK(!"the registration did not settle within 20 s");
+    CHECK(!"the registration did not settle within 20 s");
 }
 
 /* The DMA counters: the kept client registered (or, told to fail, all four
@@ -146,23 +146,23 @@ static void check_dma(const gpuaesd_status_reply *st, const char *service, const
            (unsigned long long)st->segments_registered, (unsigned long long)st->register_failed,
            (unsigned long long)st->jobs_direct, (unsigned long long)st->bytes_direct);
     if (off) {                         /* registration turned off: nothing tried */
-        TEST_CHECK(st->segments_registered == 0 && st->register_failed == 0 && st->jobs_direct == 0);
+        CHECK(st->segments_registered == 0 && st->register_failed == 0 && st->jobs_direct == 0);
     } else if (fail) {
-        TEST_CHECK(st->segments_registered == 0 && st->register_failed == 4 && st->jobs_direct == 0
-                   && st->bytes_direct == 0);
+        CHECK(st->segments_registered == 0 && st->register_failed == 4 && st->jobs_direct == 0
+              && st->bytes_direct == 0);
     } else {
-        TEST_CHECK(st->segments_registered == 1 && st->register_failed == 0);
-        TEST_CHECK(st->jobs_direct == st->jobs && st->bytes_direct == st->bytes_gpu);
+        CHECK(st->segments_registered == 1 && st->register_failed == 0);
+        CHECK(st->jobs_direct == st->jobs && st->bytes_direct == st->bytes_gpu);
     }
     snprintf(cmd, sizeof(cmd), "%s --socket-dir %s --status", service, dir);
-    TEST_CHECK((p = popen(cmd, "r")) != NULL);
+    CHECK((p = popen(cmd, "r")) != NULL);
     while (p != NULL && fgets(line, sizeof(line), p) != NULL)
         if (strncmp(line, "dma: ", 5) == 0)
-            TEST_CHECK(sscanf(line, "dma: %llu segments registered, %llu failed; %llu jobs direct", &regs, &failed,
+            CHECK(sscanf(line, "dma: %llu segments registered, %llu failed; %llu jobs direct", &regs, &failed,
                               &direct) == 3);
     if (p != NULL)
-        TEST_CHECK(pclose(p) == 0);
-    TEST_CHECK(regs == st->segments_registered && failed == st->register_failed && direct == st->jobs_direct);
+        CHECK(pclose(p) == 0);
+    CHECK(regs == st->segments_registered && failed == st->register_failed && direct == st->jobs_direct);
 }
 
 /* The service started by the client library keeps only its share of the
@@ -175,7 +175,7 @@ static void check_service_env(const char *dir)
     int own = 0, app = 0;
     FILE *f;
 
-    TEST_CHECK(gpuaesd_query_status(dir, &st, 5000) == 0);
+    CHECK(gpuaesd_query_status(dir, &st, 5000) == 0);
     snprintf(path, sizeof(path), "/proc/%u/environ", st.service_pid);
     if ((f = fopen(path, "r")) != NULL) {
         n = fread(env, 1, sizeof(env) - 1, f);
@@ -186,7 +186,7 @@ static void check_service_env(const char *dir)
         own |= strcmp(env + i, "GPUAESD_FOR_THE_SERVICE=1") == 0;
         app |= strncmp(env + i, "GPUAES_NOT_FOR_THE_SERVICE=", 27) == 0;
     }
-    TEST_CHECK(n > 0 && own && !app);
+    CHECK(n > 0 && own && !app);
 }
 
 /* Job rings on (1), or off at either end (GPUAESD_RING=0, GPUAES_SERVICE_RING=0). */
@@ -223,27 +223,27 @@ static int run_diff(const char *service, int gpu)
     wait_dma_settled(dir);
     for (unsigned op = 1; op <= GPUAESD_OP_LAST; op++)
         for (int i = 0; i < 12; i++)
-            TEST_CHECK(svc_job_check(c, op, i < 8 ? (size_t)64 << 10 : (size_t)3 << 20, 1, 60000) == 1);
+            CHECK(svc_job_check(c, op, i < 8 ? (size_t)64 << 10 : (size_t)3 << 20, 1, 60000) == 1);
     for (int i = 0; i < 40; i++)
-        TEST_CHECK(svc_job_check(c, 0, (size_t)256 << 10, 1, 60000) == 1);
-    TEST_CHECK(gpuaesd_query_status(dir, &st, 2000) == 0);
+        CHECK(svc_job_check(c, 0, (size_t)256 << 10, 1, 60000) == 1);
+    CHECK(gpuaesd_query_status(dir, &st, 2000) == 0);
     printf("%llu jobs, %llu bytes on the (emulated) GPU\n", (unsigned long long)st.jobs,
            (unsigned long long)st.bytes_gpu);
-    TEST_CHECK(st.jobs == GPUAESD_OP_LAST * 12 + 40 && st.jobs_gpu == st.jobs && st.malformed == 0 && st.clients == 2);
+    CHECK(st.jobs == GPUAESD_OP_LAST * 12 + 40 && st.jobs_gpu == st.jobs && st.malformed == 0 && st.clients == 2);
     /* every job through the job ring, unless either end turned rings off */
     printf("%llu jobs through the ring\n", (unsigned long long)st.jobs_ring);
-    TEST_CHECK(st.jobs_ring == (ring_mode() ? st.jobs : 0));
+    CHECK(st.jobs_ring == (ring_mode() ? st.jobs : 0));
     check_dma(&st, service, dir);
     /* --status prints the same */
     snprintf(cmd, sizeof(cmd), "%s --socket-dir %s --status", service, dir);
-    TEST_CHECK((p = popen(cmd, "r")) != NULL);
-    TEST_CHECK(p != NULL && fgets(line, sizeof(line), p) != NULL && strncmp(line, "gpuaesd: serving", 16) == 0);
+    CHECK((p = popen(cmd, "r")) != NULL);
+    CHECK(p != NULL && fgets(line, sizeof(line), p) != NULL && strncmp(line, "gpuaesd: serving", 16) == 0);
     if (p != NULL)
-        TEST_CHECK(pclose(p) == 0);
+        CHECK(pclose(p) == 0);
     gpuaesd_close(c);
     stop_detached(dir);
     snprintf(cmd, sizeof(cmd), "%s --socket-dir %s --status >/dev/null", service, dir);
-    TEST_CHECK(WEXITSTATUS(system(cmd)) == 3);   /* not running */
+    CHECK(WEXITSTATUS(system(cmd)) == 3);   /* not running */
     svc_rmdir(dir);
     return test_report("service diff");
 }
@@ -267,13 +267,13 @@ static void fault_during_job(gpuaesd_conn *c, pid_t pid, int sig, int timeout_ms
     pthread_t t;
     long long t0 = now_ms(), took;
 
-    TEST_CHECK(pthread_create(&t, NULL, signal_later, &l) == 0);
-    TEST_CHECK(svc_job_check(c, 0, (size_t)64 << 10, 1, timeout_ms) == -1);
+    CHECK(pthread_create(&t, NULL, signal_later, &l) == 0);
+    CHECK(svc_job_check(c, 0, (size_t)64 << 10, 1, timeout_ms) == -1);
     took = now_ms() - t0;
     pthread_join(t, NULL);
     if (took < min_ms || took >= max_ms)
         fprintf(stderr, "signal %d: the call failed after %lld ms, not in [%ld, %ld)\n", sig, took, min_ms, max_ms);
-    TEST_CHECK(took >= min_ms && took < max_ms);
+    CHECK(took >= min_ms && took < max_ms);
 }
 
 static pid_t service_pid(const char *dir)
@@ -293,17 +293,17 @@ static int run_kill(const char *service)
     setenv("GPUAES_EMU_JOB_DELAY_MS", "3000", 1);     /* the service inherits it: every job takes 3 s */
     setenv("GPUAESD_WARM", "0", 1);                   /* (and no warm-up of 8 such jobs) */
     c = gpuaesd_connect(dir, service, (size_t)1 << 20, 20000, err, sizeof(err));
-    TEST_CHECK(c != NULL && (pid = service_pid(dir)) > 0);
+    CHECK(c != NULL && (pid = service_pid(dir)) > 0);
     if (c == NULL)
         return test_report("service kill");
     /* killed at 300 ms: the client sees the socket close at once */
     fault_during_job(c, pid, SIGKILL, 20000, 250, 5000);
-    TEST_CHECK(svc_job_check(c, 0, 4096, 1, 1000) == -1);   /* the connection stays dead */
+    CHECK(svc_job_check(c, 0, 4096, 1, 1000) == -1);   /* the connection stays dead */
     gpuaesd_close(c);
     /* a new service starts over the dead one's socket; stopped at 300 ms:
      * the client's timeout (1.5 s) bounds the call */
     c = gpuaesd_connect(dir, service, (size_t)1 << 20, 20000, err, sizeof(err));
-    TEST_CHECK(c != NULL && (pid2 = service_pid(dir)) > 0 && pid2 != pid);
+    CHECK(c != NULL && (pid2 = service_pid(dir)) > 0 && pid2 != pid);
     if (c != NULL) {
         fault_during_job(c, pid2, SIGSTOP, 1500, 1500, 5000);
         kill(pid2, SIGKILL);
@@ -312,11 +312,11 @@ static int run_kill(const char *service)
     }
     /* and again, now without the delay: jobs are right */
     unsetenv("GPUAES_EMU_JOB_DELAY_MS");
-    TEST_CHECK(svc_wait_gone(dir, 10000) == 0);
+    CHECK(svc_wait_gone(dir, 10000) == 0);
     c = gpuaesd_connect(dir, service, (size_t)1 << 20, 20000, err, sizeof(err));
-    TEST_CHECK(c != NULL);
+    CHECK(c != NULL);
     for (int i = 0; c != NULL && i < 16; i++)
-        TEST_CHECK(svc_job_check(c, 0, (size_t)64 << 10, 1, 20000) == 1);
+        CHECK(svc_job_check(c, 0, (size_t)64 << 10, 1, 20000) == 1);
     gpuaesd_close(c);
     stop_detached(dir);
     unsetenv("GPUAESD_WARM");
@@ -342,7 +342,7 @@ static int run_warm(const char *service)
     setenv("GPUAES_EMU_INIT_MS", "200", 1);   /* the service inherits both */
     setenv("GPUAES_EMU_COLD_MS", "2500", 1);
     c = gpuaesd_connect(dir, service, (size_t)1 << 20, 20000, err, sizeof(err));
-    TEST_CHECK(c != NULL);
+    CHECK(c != NULL);
     unsetenv("GPUAES_EMU_COLD_MS");
     unsetenv("GPUAES_EMU_INIT_MS");
     if (c == NULL)
@@ -352,29 +352,29 @@ static int run_warm(const char *service)
         for (unsigned op = GPUAESD_OP_ECB_ENCRYPT; op <= GPUAESD_OP_LAST; op++) {
             long long t = now_ms();
 
-            TEST_CHECK(svc_job_check(c, op, (size_t)64 << 10, 0, 20000) == 1);
+            CHECK(svc_job_check(c, op, (size_t)64 << 10, 0, 20000) == 1);
             if (now_ms() - t > worst)
                 worst = now_ms() - t;
         }
-        TEST_CHECK(gpuaesd_query_status(dir, &st, 5000) == 0);
+        CHECK(gpuaesd_query_status(dir, &st, 5000) == 0);
         if (st.gpu_up == GPUAESD_GPU_STARTING)
             saw_warming |= strcmp(st.gpu, "GPU warming up") == 0;
         ready = st.gpu_up == GPUAESD_GPU_READY;
         usleep(20 * 1000);
     }
-    TEST_CHECK(ready);
-    TEST_CHECK(saw_warming);
+    CHECK(ready);
+    CHECK(saw_warming);
     /* warm: every op on the GPU, none of them cold */
     for (unsigned op = GPUAESD_OP_ECB_ENCRYPT; ready && op <= GPUAESD_OP_LAST; op++) {
         long long t = now_ms();
 
-        TEST_CHECK(svc_job_check(c, op, (size_t)64 << 10, 1, 20000) == 1);
+        CHECK(svc_job_check(c, op, (size_t)64 << 10, 1, 20000) == 1);
         if (now_ms() - t > worst)
             worst = now_ms() - t;
     }
     if (worst >= BOUND_MS)
         fprintf(stderr, "a job waited %lld ms (the cold layer's %d ms)\n", worst, COLD_MS);
-    TEST_CHECK(worst < BOUND_MS);
+    CHECK(worst < BOUND_MS);
     gpuaesd_close(c);
     stop_detached(dir);
     svc_rmdir(dir);

@@ -72,7 +72,7 @@ static void connect_all(const char *dir, gpuaesd_conn *c[CLIENTS])
 
     for (int i = 0; i < CLIENTS; i++) {
         c[i] = gpuaesd_connect(dir, NULL, (size_t)1 << 20, 20000, err, sizeof(err));
-        TEST_CHECK(c[i] != NULL);
+        CHECK(c[i] != NULL);
     }
 }
 
@@ -110,32 +110,32 @@ static void two_gpus(const char *service)
 
     svc_tmpdir(dir);
     pid = svc_start_fg(service, dir);
-    TEST_CHECK(r != NULL && wait_devices(dir, r, 2) == 0);
+    CHECK(r != NULL && wait_devices(dir, r, 2) == 0);
     if (r == NULL || r->n != 2) {
         svc_stop(pid);
         svc_rmdir(dir);
         free(r);
         return;
     }
-    TEST_CHECK(r->dev[0].device == 0 && r->dev[1].device == 1 && r->dev[0].pid == (uint32_t)pid);
-    TEST_CHECK(r->dev[1].gpu_up == GPUAESD_GPU_READY && r->dev[1].pid != r->dev[0].pid);
+    CHECK(r->dev[0].device == 0 && r->dev[1].device == 1 && r->dev[0].pid == (uint32_t)pid);
+    CHECK(r->dev[1].gpu_up == GPUAESD_GPU_READY && r->dev[1].pid != r->dev[0].pid);
     worker = (pid_t)r->dev[1].pid;
     connect_all(dir, c);
     for (int i = 0; i < CLIENTS; i++)
         for (int j = 0; c[i] != NULL && j < JOBS; j++)
-            TEST_CHECK(svc_job_check(c[i], 0, (size_t)256 << 10, 1, 20000) == 1);
+            CHECK(svc_job_check(c[i], 0, (size_t)256 << 10, 1, 20000) == 1);
     /* Spread: both GPUs serve some (two each, unless a query's connection
      * was still counted on device 0 when one came). */
-    TEST_CHECK(gpuaesd_query_devices(dir, r, 2000) == 0 && r->n == 2);
+    CHECK(gpuaesd_query_devices(dir, r, 2000) == 0 && r->n == 2);
     on1 = r->dev[1].clients;
     fprintf(stderr, "device 0: %u clients (this query's included), %llu jobs; device 1: %u clients, %llu jobs\n",
             r->dev[0].clients, (unsigned long long)r->dev[0].jobs_gpu, on1, (unsigned long long)r->dev[1].jobs_gpu);
-    TEST_CHECK(on1 >= 1 && on1 <= CLIENTS - 1);
-    TEST_CHECK(r->dev[0].jobs_gpu >= JOBS && r->dev[1].jobs_gpu >= JOBS * on1);
-    TEST_CHECK(r->dev[0].jobs_gpu + r->dev[1].jobs_gpu >= JOBS * CLIENTS);
-    TEST_CHECK(gpuaesd_query_status(dir, &st, 2000) == 0);
-    TEST_CHECK(st.jobs_gpu >= JOBS * CLIENTS && strstr(st.gpu, "and 1 more GPU") != NULL);
-    TEST_CHECK(status_lists_device1(service, dir));
+    CHECK(on1 >= 1 && on1 <= CLIENTS - 1);
+    CHECK(r->dev[0].jobs_gpu >= JOBS && r->dev[1].jobs_gpu >= JOBS * on1);
+    CHECK(r->dev[0].jobs_gpu + r->dev[1].jobs_gpu >= JOBS * CLIENTS);
+    CHECK(gpuaesd_query_status(dir, &st, 2000) == 0);
+    CHECK(st.jobs_gpu >= JOBS * CLIENTS && strstr(st.gpu, "and 1 more GPU") != NULL);
+    CHECK(status_lists_device1(service, dir));
     /* The worker killed: its two clients' connections die, the others work. */
     kill(worker, SIGKILL);
     for (int i = 0; i < CLIENTS; i++) {
@@ -144,16 +144,16 @@ static void two_gpus(const char *service)
         ok += rc == 1;
         dead += rc == -1;
     }
-    TEST_CHECK(ok == CLIENTS - (int)on1 && dead == (int)on1);
+    CHECK(ok == CLIENTS - (int)on1 && dead == (int)on1);
     close_all(c);
-    TEST_CHECK(wait_devices(dir, r, 2) == 0 && r->dev[1].gpu_up == GPUAESD_GPU_NONE);
+    CHECK(wait_devices(dir, r, 2) == 0 && r->dev[1].gpu_up == GPUAESD_GPU_NONE);
     connect_all(dir, c);               /* all on device 0 now */
     for (int i = 0; i < CLIENTS; i++)
-        TEST_CHECK(c[i] != NULL && svc_job_check(c[i], 0, (size_t)64 << 10, 1, 20000) == 1);
-    TEST_CHECK(wait_clients0(dir, r, CLIENTS + 1) == 0);
+        CHECK(c[i] != NULL && svc_job_check(c[i], 0, (size_t)64 << 10, 1, 20000) == 1);
+    CHECK(wait_clients0(dir, r, CLIENTS + 1) == 0);
     close_all(c);
-    TEST_CHECK(svc_stop(pid) == 0);
-    TEST_CHECK(!alive(worker));        /* the service waited for it */
+    CHECK(svc_stop(pid) == 0);
+    CHECK(!alive(worker));        /* the service waited for it */
     svc_rmdir(dir);
     free(r);
 }
@@ -172,24 +172,24 @@ static void listed(const char *service, const char *list, uint32_t want)
     unsetenv("GPUAESD_DEVICES");
     if (want == 1)
         usleep(300 * 1000);            /* a worker would have been started by now */
-    TEST_CHECK(r != NULL && wait_devices(dir, r, want) == 0);
+    CHECK(r != NULL && wait_devices(dir, r, want) == 0);
     if (r != NULL && want == 2 && r->n == 2) {
-        TEST_CHECK(r->dev[1].gpu_up == GPUAESD_GPU_NONE && strstr(r->dev[1].gpu, "no usable GPU") != NULL);
+        CHECK(r->dev[1].gpu_up == GPUAESD_GPU_NONE && strstr(r->dev[1].gpu, "no usable GPU") != NULL);
         worker = (pid_t)r->dev[1].pid;
     }
     connect_all(dir, c);
     for (int i = 0; i < CLIENTS; i++)
-        TEST_CHECK(c[i] != NULL && svc_job_check(c[i], 0, (size_t)64 << 10, 1, 20000) == 1);
-    TEST_CHECK(r != NULL && wait_clients0(dir, r, CLIENTS + 1) == 0 && r->n == want);
+        CHECK(c[i] != NULL && svc_job_check(c[i], 0, (size_t)64 << 10, 1, 20000) == 1);
+    CHECK(r != NULL && wait_clients0(dir, r, CLIENTS + 1) == 0 && r->n == want);
     close_all(c);
     if (worker != 0) {                 /* the service killed: its worker ends by itself */
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
         for (int i = 0; i < 1000 && alive(worker); i++)
             usleep(10 * 1000);
-        TEST_CHECK(!alive(worker));
+        CHECK(!alive(worker));
     } else {
-        TEST_CHECK(svc_stop(pid) == 0);
+        CHECK(svc_stop(pid) == 0);
     }
     svc_rmdir(dir);
     free(r);

@@ -435,7 +435,7 @@ int svc_run_fuzz(const char *service)
     svc_tmpdir(dir);
     pid = svc_start_fg(service, dir);
     good = gpuaesd_connect(dir, NULL, (size_t)1 << 20, 5000, err, sizeof(err));
-    TEST_CHECK(good != NULL);
+    CHECK(good != NULL);
     if (good == NULL)
         return test_report("service fuzz");
     svc_wait_spares(dir, 20000);       /* the spare's memfd, made in the background: in base */
@@ -451,9 +451,9 @@ int svc_run_fuzz(const char *service)
 
         if (!hostile(dir, k)) {
             fprintf(stderr, "hostile kind %d (round %d): not refused as it should be\n", k, round);
-            TEST_CHECK(0);
+            CHECK(0);
         }
-        TEST_CHECK(svc_job_check(good, 0, (size_t)32 << 10, 1, 20000) == 1);
+        CHECK(svc_job_check(good, 0, (size_t)32 << 10, 1, 20000) == 1);
     }
     for (int i = 0; i < 6; i++)
         close(held[i]);
@@ -474,10 +474,10 @@ int svc_run_fuzz(const char *service)
         if (system(cmd) != 0)
             fprintf(stderr, "(could not list them)\n");
     }
-    TEST_CHECK(fds <= base);
-    TEST_CHECK(st.malformed > 0 && st.clients == 2);
+    CHECK(fds <= base);
+    CHECK(st.malformed > 0 && st.clients == 2);
     gpuaesd_close(good);
-    TEST_CHECK(svc_stop(pid) == 0);    /* a clean exit: no sanitizer finding, no leak */
+    CHECK(svc_stop(pid) == 0);    /* a clean exit: no sanitizer finding, no leak */
     svc_rmdir(dir);
     return test_report("service fuzz");
 }
@@ -552,10 +552,10 @@ int svc_run_uid(const char *service)
         svc_rmdir(dir);
         return 77;
     }
-    TEST_CHECK(rc == 0);               /* reached the socket, and SO_PEERCRED refused it */
-    TEST_CHECK(child_status(dir, 0) == 0);   /* the 0700 directory alone stops it */
-    TEST_CHECK(gpuaesd_query_status(dir, &st, 2000) == 0 && st.refused == 1);
-    TEST_CHECK(svc_stop(pid) == 0);
+    CHECK(rc == 0);               /* reached the socket, and SO_PEERCRED refused it */
+    CHECK(child_status(dir, 0) == 0);   /* the 0700 directory alone stops it */
+    CHECK(gpuaesd_query_status(dir, &st, 2000) == 0 && st.refused == 1);
+    CHECK(svc_stop(pid) == 0);
     svc_rmdir(dir);
     return test_report("service uid");
 }
@@ -592,7 +592,7 @@ static void refused(const char *service, const char *dir, const char *what)
 
     if (c != NULL || rc != 1)
         fprintf(stderr, "%s: connect %s, service exit %d\n", what, c != NULL ? "succeeded" : "refused", rc);
-    TEST_CHECK(c == NULL && rc == 1);
+    CHECK(c == NULL && rc == 1);
     gpuaesd_close(c);
 }
 
@@ -606,26 +606,26 @@ int svc_run_dir(const char *service)
     svc_tmpdir(dir);
     snprintf(sub, sizeof(sub), "%s/sub", dir);
     snprintf(link, sizeof(link), "%s/link", dir);
-    TEST_CHECK(mkdir(sub, 0755) == 0);
+    CHECK(mkdir(sub, 0755) == 0);
     refused(service, sub, "mode 0755");
-    TEST_CHECK(chmod(sub, 0710) == 0);
+    CHECK(chmod(sub, 0710) == 0);
     refused(service, sub, "mode 0710");
-    TEST_CHECK(chmod(sub, 0700) == 0 && symlink(sub, link) == 0);
+    CHECK(chmod(sub, 0700) == 0 && symlink(sub, link) == 0);
     refused(service, link, "a symbolic link");
     if (geteuid() == 0) {
-        TEST_CHECK(chown(sub, 65534, 65534) == 0);
+        CHECK(chown(sub, 65534, 65534) == 0);
         refused(service, sub, "another owner");
     }
-    TEST_CHECK(rmdir(sub) == 0);
+    CHECK(rmdir(sub) == 0);
     /* missing: made 0700, and served */
     c = gpuaesd_connect(sub, service, 4096, 20000, err, sizeof(err));
-    TEST_CHECK(c != NULL && stat(sub, &sb) == 0 && (sb.st_mode & 0777) == 0700);
-    TEST_CHECK(svc_wait_warm(sub, 20000) == GPUAESD_GPU_READY);
-    TEST_CHECK(svc_job_check(c, 0, 1024, 1, 20000) == 1);
-    TEST_CHECK(gpuaesd_query_status(sub, &st, 2000) == 0);
+    CHECK(c != NULL && stat(sub, &sb) == 0 && (sb.st_mode & 0777) == 0700);
+    CHECK(svc_wait_warm(sub, 20000) == GPUAESD_GPU_READY);
+    CHECK(svc_job_check(c, 0, 1024, 1, 20000) == 1);
+    CHECK(gpuaesd_query_status(sub, &st, 2000) == 0);
     gpuaesd_close(c);
     kill((pid_t)st.service_pid, SIGTERM);
-    TEST_CHECK(svc_wait_gone(sub, 20000) == 0);
+    CHECK(svc_wait_gone(sub, 20000) == 0);
     unlink(link);
     svc_rmdir(sub);
     svc_rmdir(dir);
@@ -689,29 +689,29 @@ int svc_run_inflight(const char *service)
     unsetenv("GPUAES_EMU_JOB_DELAY_MS");
     unsetenv("GPUAESD_WARM");
     c = gpuaesd_connect(dir, NULL, HSEG, 5000, err, sizeof(err));
-    TEST_CHECK(c != NULL && (m = gpuaesd_max_inflight(c)) == 4);
+    CHECK(c != NULL && (m = gpuaesd_max_inflight(c)) == 4);
     if (c == NULL || m != 4)
         return test_report("service inflight");
     seg = gpuaesd_segment(c, &segn);
     for (unsigned k = 0; k <= m; k++)
         ctr_job(&r[k], seg, k, want[k]);
     for (unsigned k = 0; k < m; k++)
-        TEST_CHECK(gpuaesd_post(c, &r[k], 5000) == 0);
-    TEST_CHECK(gpuaesd_post(c, &r[m], 5000) == 1 && gpuaesd_inflight(c) == m);
+        CHECK(gpuaesd_post(c, &r[k], 5000) == 0);
+    CHECK(gpuaesd_post(c, &r[m], 5000) == 1 && gpuaesd_inflight(c) == m);
     for (unsigned k = 0; k < m; k++) {
-        TEST_CHECK(gpuaesd_wait_any(c, &rep, 20000) == 0 && rep.status == GPUAESD_OK);
+        CHECK(gpuaesd_wait_any(c, &rep, 20000) == 0 && rep.status == GPUAESD_OK);
         for (unsigned j = 0; j < m; j++)
             if (rep.id == r[j].id)
                 seen[j]++;
     }
-    TEST_CHECK(gpuaesd_inflight(c) == 0 && gpuaesd_wait_any(c, &rep, 100) == -1);  /* nothing in flight */
+    CHECK(gpuaesd_inflight(c) == 0 && gpuaesd_wait_any(c, &rep, 100) == -1);  /* nothing in flight */
     for (unsigned k = 0; k < m; k++)
-        TEST_CHECK(seen[k] == 1 && memcmp(seg + r[k].out_off, want[k], IF_JOB) == 0);
+        CHECK(seen[k] == 1 && memcmp(seg + r[k].out_off, want[k], IF_JOB) == 0);
     peak = peak_jobs(dir);
     if (peak < 2 || peak > m)
         fprintf(stderr, "at most %u jobs ran at once, not 2..%u\n", peak, m);
-    TEST_CHECK(peak >= 2 && peak <= m);
-    TEST_CHECK(svc_job_check(c, 0, 4096, 1, 20000) == 1);   /* still usable */
+    CHECK(peak >= 2 && peak <= m);
+    CHECK(svc_job_check(c, 0, 4096, 1, 20000) == 1);   /* still usable */
     gpuaesd_close(c);
 
     /* the raw client: FLOOD requests, sent as the socket takes them */
@@ -736,14 +736,14 @@ int svc_run_inflight(const char *service)
         if (p.revents & (POLLHUP | POLLERR))
             break;
     }
-    TEST_CHECK(sent == FLOOD && answered == FLOOD);
+    CHECK(sent == FLOOD && answered == FLOOD);
     for (unsigned k = 0; k < FLOOD; k++)
-        TEST_CHECK(seen[k] == 1 && memcmp(seg + r[k].out_off, want[k], IF_JOB) == 0);
+        CHECK(seen[k] == 1 && memcmp(seg + r[k].out_off, want[k], IF_JOB) == 0);
     peak = peak_jobs(dir);
-    TEST_CHECK(peak >= 2 && peak <= m);
+    CHECK(peak >= 2 && peak <= m);
     close(fd);
     munmap(seg, HSEG);
-    TEST_CHECK(svc_stop(pid) == 0);
+    CHECK(svc_stop(pid) == 0);
     svc_rmdir(dir);
     return test_report("service inflight");
 }

@@ -35,11 +35,6 @@
 
 int svc_run_load(const char *service);
 
-static int failures;
-
-#define CHECK(c, ...) \
-    do { if (!(c)) { printf("FAIL: " __VA_ARGS__); printf("\n"); failures++; } } while (0)
-
 /* The snapshot number i: every word derived from i. */
 static void snapshot(gpuaesd_load *v, uint64_t i)
 {
@@ -110,7 +105,7 @@ static void test_seqlock(void)
     pthread_t w;
     pid_t pid;
 
-    CHECK(t != NULL, "gpuaesd_load_create (sealing a memfd needs Linux >= 5.1)");
+    CHECKF(t != NULL, "gpuaesd_load_create (sealing a memfd needs Linux >= 5.1)");
     if (t == NULL)
         return;
     pid = fork();
@@ -120,7 +115,7 @@ static void test_seqlock(void)
     waitpid(pid, &st, 0);
     atomic_store(&writer_stop, 1);
     pthread_join(w, NULL);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a reader in another process saw torn copies (%d)", st);
+    CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a reader in another process saw torn copies (%d)", st);
     close(fd);
     munmap(t, GPUAESD_LOAD_BYTES);
 }
@@ -132,20 +127,20 @@ static void test_hostile(void)
     gpuaesd_load_table *t;
     gpuaesd_load v;
 
-    CHECK(pipe(p) == 0, "pipe");
-    CHECK(gpuaesd_load_map(p[0]) == NULL, "a pipe was mapped");
+    CHECKF(pipe(p) == 0, "pipe");
+    CHECKF(gpuaesd_load_map(p[0]) == NULL, "a pipe was mapped");
     close(p[0]);
     close(p[1]);
     fd = memfd_create("t", MFD_ALLOW_SEALING);
-    CHECK(fd >= 0 && ftruncate(fd, GPUAESD_LOAD_BYTES) == 0, "memfd");
-    CHECK(gpuaesd_load_map(fd) == NULL, "an unsealed memfd was mapped (shrinkable: a SIGBUS)");
-    CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0, "seals");
-    CHECK(gpuaesd_load_map(fd) == NULL, "a table without magic was mapped");
+    CHECKF(fd >= 0 && ftruncate(fd, GPUAESD_LOAD_BYTES) == 0, "memfd");
+    CHECKF(gpuaesd_load_map(fd) == NULL, "an unsealed memfd was mapped (shrinkable: a SIGBUS)");
+    CHECKF(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0, "seals");
+    CHECKF(gpuaesd_load_map(fd) == NULL, "a table without magic was mapped");
     close(fd);
     fd = memfd_create("t", MFD_ALLOW_SEALING);
-    CHECK(fd >= 0 && ftruncate(fd, 2 * GPUAESD_LOAD_BYTES) == 0
-          && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0, "memfd");
-    CHECK(gpuaesd_load_map(fd) == NULL, "a memfd of the wrong size was mapped");
+    CHECKF(fd >= 0 && ftruncate(fd, 2 * GPUAESD_LOAD_BYTES) == 0
+           && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0, "memfd");
+    CHECKF(gpuaesd_load_map(fd) == NULL, "a memfd of the wrong size was mapped");
     close(fd);
 
     /* A writer that never finishes: the sequence (at byte 16) stays odd. */
@@ -153,29 +148,29 @@ static void test_hostile(void)
     if (t != NULL) {
         const gpuaesd_load_table *r = gpuaesd_load_map(ro);
 
-        CHECK(r != NULL && gpuaesd_load_read(r, &v) == 0, "a fresh table reads");
+        CHECKF(r != NULL && gpuaesd_load_read(r, &v) == 0, "a fresh table reads");
         ((volatile uint64_t *)t)[2] |= 1;
-        CHECK(r != NULL && gpuaesd_load_read(r, &v) == -1, "a read of a table mid-write did not give up");
+        CHECKF(r != NULL && gpuaesd_load_read(r, &v) == -1, "a read of a table mid-write did not give up");
         gpuaesd_load_unmap(r);
         munmap(t, GPUAESD_LOAD_BYTES);
         close(ro);
     }
 
     memset(&v, 0, sizeof(v));
-    CHECK(gpuaesd_check_load(&v) == 0, "an idle table refused");
+    CHECKF(gpuaesd_check_load(&v) == 0, "an idle table refused");
     v.clients = 1, v.clients_busy = 2, v.jobs_running = 2;
-    CHECK(gpuaesd_check_load(&v) != 0, "more busy clients than clients accepted");
+    CHECKF(gpuaesd_check_load(&v) != 0, "more busy clients than clients accepted");
     v.clients = 2, v.jobs_running = 1;
-    CHECK(gpuaesd_check_load(&v) != 0, "more busy clients than jobs accepted");
+    CHECKF(gpuaesd_check_load(&v) != 0, "more busy clients than jobs accepted");
     v.jobs_running = GPUAESD_LOAD_JOBS_MAX + 1, v.clients_busy = 0;
-    CHECK(gpuaesd_check_load(&v) != 0, "a job count out of range accepted");
+    CHECKF(gpuaesd_check_load(&v) != 0, "a job count out of range accepted");
     memset(&v, 0, sizeof(v));
     v.gpu_up = 3;
-    CHECK(gpuaesd_check_load(&v) != 0, "an unknown GPU state accepted");
+    CHECKF(gpuaesd_check_load(&v) != 0, "an unknown GPU state accepted");
     v.gpu_up = 0, v.rate[3] = GPUAESD_LOAD_RATE_MAX + 1;
-    CHECK(gpuaesd_check_load(&v) != 0, "a rate out of range accepted");
+    CHECKF(gpuaesd_check_load(&v) != 0, "a rate out of range accepted");
     v.rate[3] = 0, v.bytes_inflight = 1;
-    CHECK(gpuaesd_check_load(&v) != 0, "bytes in flight without jobs accepted");
+    CHECKF(gpuaesd_check_load(&v) != 0, "bytes in flight without jobs accepted");
 }
 
 /* The descriptor of a raw hello's reply. */
@@ -226,26 +221,26 @@ static void cannot_write(int fd)
     void *p;
     int rw;
 
-    CHECK(fcntl(fd, F_GETFL) >= 0 && (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY,
-          "the table's descriptor is not read-only");
-    CHECK(write(fd, &b, 1) < 0 && pwrite(fd, &b, 1, 100) < 0, "the table was written through its descriptor");
+    CHECKF(fcntl(fd, F_GETFL) >= 0 && (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY,
+           "the table's descriptor is not read-only");
+    CHECKF(write(fd, &b, 1) < 0 && pwrite(fd, &b, 1, 100) < 0, "the table was written through its descriptor");
     p = mmap(NULL, GPUAESD_LOAD_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    CHECK(p == MAP_FAILED, "the table was mapped writable");
+    CHECKF(p == MAP_FAILED, "the table was mapped writable");
     p = mmap(NULL, GPUAESD_LOAD_BYTES, PROT_READ, MAP_SHARED, fd, 0);
-    CHECK(p != MAP_FAILED && mprotect(p, GPUAESD_LOAD_BYTES, PROT_READ | PROT_WRITE) != 0,
-          "a read-only mapping of the table was made writable");
+    CHECKF(p != MAP_FAILED && mprotect(p, GPUAESD_LOAD_BYTES, PROT_READ | PROT_WRITE) != 0,
+           "a read-only mapping of the table was made writable");
     if (p != MAP_FAILED)
         munmap(p, GPUAESD_LOAD_BYTES);
     snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
     rw = open(path, O_RDWR);
     if (rw >= 0) {                     /* memfds reopen read-write: the seal must still hold */
-        CHECK(write(rw, &b, 1) < 0, "the table was written through a reopened descriptor");
+        CHECKF(write(rw, &b, 1) < 0, "the table was written through a reopened descriptor");
         p = mmap(NULL, GPUAESD_LOAD_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0);
-        CHECK(p == MAP_FAILED, "the table was mapped writable through a reopened descriptor");
-        CHECK(ftruncate(rw, 0) != 0, "the table was truncated");
+        CHECKF(p == MAP_FAILED, "the table was mapped writable through a reopened descriptor");
+        CHECKF(ftruncate(rw, 0) != 0, "the table was truncated");
         close(rw);
     }
-    CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) != 0, "the table's seals were changed");
+    CHECKF(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) != 0, "the table's seals were changed");
 }
 
 typedef struct watch {
@@ -317,7 +312,7 @@ static void test_service(const char *service)
     unsetenv("GPUAESD_WARM");
     a = gpuaesd_connect(dir, NULL, (size_t)1 << 20, 5000, err, sizeof(err));
     b = gpuaesd_connect(dir, NULL, (size_t)1 << 20, 5000, err, sizeof(err));
-    CHECK(a != NULL && b != NULL, "connect: %s", err);
+    CHECKF(a != NULL && b != NULL, "connect: %s", err);
     if (a == NULL || b == NULL)
         goto out;
     for (int i = 0; i < 1000; i++) {   /* the GPU up (started by the first hello's registration) */
@@ -329,47 +324,47 @@ static void test_service(const char *service)
     }
     ta = gpuaesd_load_of(a);
     tb = gpuaesd_load_of(b);
-    CHECK(ta != NULL && tb != NULL, "no published load with the hello reply");
+    CHECKF(ta != NULL && tb != NULL, "no published load with the hello reply");
     if (ta == NULL || tb == NULL)
         goto out;
     w.t = tb;
     pthread_create(&wt, NULL, watch_main, &w);
-    CHECK(shows(tb, 0, 0, 0, 2), "two idle clients");
+    CHECKF(shows(tb, 0, 0, 0, 2), "two idle clients");
     for (unsigned k = 0; k < 3; k++) {
         ctr_req(&r, k);
-        CHECK(gpuaesd_post(a, &r, 5000) == 0, "post");
+        CHECKF(gpuaesd_post(a, &r, 5000) == 0, "post");
     }
-    CHECK(shows(tb, 3, 1, 3 * 65536, 2), "b sees a's 3 jobs");
+    CHECKF(shows(tb, 3, 1, 3 * 65536, 2), "b sees a's 3 jobs");
     ctr_req(&r, 0);
-    CHECK(gpuaesd_post(b, &r, 5000) == 0, "post");
-    CHECK(shows(ta, 4, 2, 4 * 65536, 2), "a sees its 3 jobs and b's");
+    CHECKF(gpuaesd_post(b, &r, 5000) == 0, "post");
+    CHECKF(shows(ta, 4, 2, 4 * 65536, 2), "a sees its 3 jobs and b's");
     for (unsigned k = 0; k < 3; k++)
-        CHECK(gpuaesd_wait_any(a, &rep, 10000) == 0 && rep.status == GPUAESD_OK, "a's reply");
-    CHECK(gpuaesd_wait_any(b, &rep, 10000) == 0 && rep.status == GPUAESD_OK, "b's reply");
+        CHECKF(gpuaesd_wait_any(a, &rep, 10000) == 0 && rep.status == GPUAESD_OK, "a's reply");
+    CHECKF(gpuaesd_wait_any(b, &rep, 10000) == 0 && rep.status == GPUAESD_OK, "b's reply");
     /* Counted out before each reply went: nothing in flight now, at once. */
-    CHECK(gpuaesd_load_read(ta, &v) == 0 && v.jobs_queued + v.jobs_running == 0 && v.clients_busy == 0
-          && v.bytes_inflight == 0, "jobs still in flight after their replies");
-    CHECK(v.rate[GPUAESD_OP_CTR128] > 0 && v.rate_ns[GPUAESD_OP_CTR128] > 0 && v.rate[GPUAESD_OP_ECB_ENCRYPT] == 0,
-          "rates: CTR %llu, ECB %llu", (unsigned long long)v.rate[GPUAESD_OP_CTR128],
-          (unsigned long long)v.rate[GPUAESD_OP_ECB_ENCRYPT]);
-    CHECK(v.gpu_up == GPUAESD_GPU_READY, "GPU state %u", v.gpu_up);
+    CHECKF(gpuaesd_load_read(ta, &v) == 0 && v.jobs_queued + v.jobs_running == 0 && v.clients_busy == 0
+           && v.bytes_inflight == 0, "jobs still in flight after their replies");
+    CHECKF(v.rate[GPUAESD_OP_CTR128] > 0 && v.rate_ns[GPUAESD_OP_CTR128] > 0 && v.rate[GPUAESD_OP_ECB_ENCRYPT] == 0,
+           "rates: CTR %llu, ECB %llu", (unsigned long long)v.rate[GPUAESD_OP_CTR128],
+           (unsigned long long)v.rate[GPUAESD_OP_ECB_ENCRYPT]);
+    CHECKF(v.gpu_up == GPUAESD_GPU_READY, "GPU state %u", v.gpu_up);
     atomic_store(&w.stop, 1);
     pthread_join(wt, NULL);
     printf("service: %lu copies read while jobs ran, %lu made no sense\n", w.reads, w.bad);
-    CHECK(w.reads > 0 && w.bad == 0, "copies that made no sense");
+    CHECKF(w.reads > 0 && w.bad == 0, "copies that made no sense");
     fd = table_fd_of_service(dir);
-    CHECK(fd >= 0, "no table descriptor with a raw hello's reply");
+    CHECKF(fd >= 0, "no table descriptor with a raw hello's reply");
     if (fd >= 0) {
         cannot_write(fd);
         close(fd);
     }
     gpuaesd_close(b);
     b = NULL;
-    CHECK(shows(ta, 0, 0, 0, 1), "b's going counted");
+    CHECKF(shows(ta, 0, 0, 0, 1), "b's going counted");
 out:
     gpuaesd_close(a);
     gpuaesd_close(b);
-    CHECK(svc_stop(pid) == 0, "the service's exit");
+    CHECKF(svc_stop(pid) == 0, "the service's exit");
     svc_rmdir(dir);
 }
 
@@ -378,6 +373,5 @@ int svc_run_load(const char *service)
     test_seqlock();
     test_hostile();
     test_service(service);
-    printf("load: %s\n", failures ? "FAILED" : "ok");
-    return failures != 0;
+    return check_report("load");
 }

@@ -44,13 +44,13 @@ static void check_status_line(const char *service, const char *dir, const gpuaes
     FILE *p;
 
     snprintf(cmd, sizeof(cmd), "%s --socket-dir %s --status", service, dir);
-    TEST_CHECK((p = popen(cmd, "r")) != NULL);
+    CHECK((p = popen(cmd, "r")) != NULL);
     while (p != NULL && fgets(line, sizeof(line), p) != NULL)
         if (strncmp(line, "spare: ", 7) == 0)
-            TEST_CHECK(sscanf(line, "spare: %llu segments handed out, %u ready", &given, &ready) == 2);
+            CHECK(sscanf(line, "spare: %llu segments handed out, %u ready", &given, &ready) == 2);
     if (p != NULL)
-        TEST_CHECK(pclose(p) == 0);
-    TEST_CHECK(given == st->segments_given);
+        CHECK(pclose(p) == 0);
+    CHECK(given == st->segments_given);
 }
 
 int svc_run_spare(const char *service)
@@ -66,50 +66,50 @@ int svc_run_spare(const char *service)
 
     svc_tmpdir(dir);
     pid = svc_start_fg(service, dir);
-    TEST_CHECK(svc_wait_spares(dir, 20000) == (off ? 0u : 1u));
+    CHECK(svc_wait_spares(dir, 20000) == (off ? 0u : 1u));
     for (int i = 0; i < 2; i++) {
         size_t n;
 
         c[i] = gpuaesd_connect(dir, NULL, SPARE_SEG, 5000, err, sizeof(err));
-        TEST_CHECK(c[i] != NULL);
+        CHECK(c[i] != NULL);
         if (c[i] == NULL)
             return test_report("service spare");
         ino[i] = inode_of(gpuaesd_segment(c[i], &n));
-        TEST_CHECK(ino[i] != 0 && n == SPARE_SEG);
-        TEST_CHECK(gpuaesd_query_status(dir, &st, 5000) == 0);
-        TEST_CHECK(st.segments_given == (off ? 0u : (unsigned)i + 1));
+        CHECK(ino[i] != 0 && n == SPARE_SEG);
+        CHECK(gpuaesd_query_status(dir, &st, 5000) == 0);
+        CHECK(st.segments_given == (off ? 0u : (unsigned)i + 1));
         if (!off)                      /* registered before it was handed out */
-            TEST_CHECK(st.segments_registered == (unsigned)i + 1);
+            CHECK(st.segments_registered == (unsigned)i + 1);
         jobs0 = st.jobs;
         direct0 = st.jobs_direct;
         for (int j = 0; j < 4; j++)
-            TEST_CHECK(svc_job_check(c[i], 0, (size_t)1 << 20, 1, 20000) == 1);
-        TEST_CHECK(gpuaesd_query_status(dir, &st, 5000) == 0);
-        TEST_CHECK(st.jobs - jobs0 == 4);
+            CHECK(svc_job_check(c[i], 0, (size_t)1 << 20, 1, 20000) == 1);
+        CHECK(gpuaesd_query_status(dir, &st, 5000) == 0);
+        CHECK(st.jobs - jobs0 == 4);
         if (!off) {                    /* direct from the first job on */
             if (st.jobs_direct - direct0 != 4)
                 fprintf(stderr, "client %d: %llu of 4 jobs direct\n", i,
                         (unsigned long long)(st.jobs_direct - direct0));
-            TEST_CHECK(st.jobs_direct - direct0 == 4);
+            CHECK(st.jobs_direct - direct0 == 4);
         }
         if (i == 0)                    /* the next one is made */
-            TEST_CHECK(svc_wait_spares(dir, 20000) == (off ? 0u : 1u));
+            CHECK(svc_wait_spares(dir, 20000) == (off ? 0u : 1u));
     }
-    TEST_CHECK(ino[0] != ino[1]);      /* a new memfd, not the first client's */
+    CHECK(ino[0] != ino[1]);      /* a new memfd, not the first client's */
     /* another size: no spare of it, the client's own segment (same connection) */
     c[2] = gpuaesd_connect(dir, NULL, (size_t)1 << 20, 5000, err, sizeof(err));
-    TEST_CHECK(c[2] != NULL);
+    CHECK(c[2] != NULL);
     if (c[2] != NULL)
-        TEST_CHECK(svc_job_check(c[2], 0, (size_t)256 << 10, 1, 20000) == 1);
+        CHECK(svc_job_check(c[2], 0, (size_t)256 << 10, 1, 20000) == 1);
     /* the three and this query (an earlier query's connection is counted
      * out once the service's thread sees it closed) */
     for (int i = 0; i < 200 && gpuaesd_query_status(dir, &st, 5000) == 0 && st.clients != 4; i++)
         usleep(10 * 1000);
-    TEST_CHECK(st.segments_given == (off ? 0u : 2u) && st.malformed == 0 && st.clients == 4);
+    CHECK(st.segments_given == (off ? 0u : 2u) && st.malformed == 0 && st.clients == 4);
     check_status_line(service, dir, &st);
     for (int i = 0; i < 3; i++)
         gpuaesd_close(c[i]);
-    TEST_CHECK(svc_stop(pid) == 0);    /* spares dropped (unregistered) before the layer's shutdown */
+    CHECK(svc_stop(pid) == 0);    /* spares dropped (unregistered) before the layer's shutdown */
     svc_rmdir(dir);
     return test_report(off ? "service spare (GPUAESD_SPARE=0)" : "service spare");
 }

@@ -20,9 +20,6 @@
 
 #include "testutil.h"
 
-#define CHECKF(cond, ...) do { if (!(cond)) { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); \
-                                              TEST_CHECK(cond); } } while (0)
-
 static const char *module_dir;
 
 typedef struct {

@@ -53,9 +53,9 @@ static void ctr_same(test_env *env, const unsigned char *in, size_t len, unsigne
     EVP_CIPHER *d = api_fetch(env, "AES-128-CTR", "default");
     size_t la = 0, lb = 0;
 
-    TEST_CHECK(api_crypt(g, 1, key, iv, NULL, 0, in, len, a, &la, NULL, 1));
-    TEST_CHECK(api_crypt(d, 1, key, iv, NULL, 0, in, len, b, &lb, NULL, 1));
-    TEST_CHECK(la == len && lb == len && memcmp(a, b, len) == 0);
+    CHECK(api_crypt(g, 1, key, iv, NULL, 0, in, len, a, &la, NULL, 1));
+    CHECK(api_crypt(d, 1, key, iv, NULL, 0, in, len, b, &lb, NULL, 1));
+    CHECK(la == len && lb == len && memcmp(a, b, len) == 0);
     EVP_CIPHER_free(g);
     EVP_CIPHER_free(d);
 }
@@ -69,7 +69,7 @@ static void small_gcm(test_env *env)
 
     memset(aad, 0xa5, sizeof(aad));
     memset(in, 0x5a, sizeof(in));
-    TEST_CHECK(api_crypt(g, 1, key, iv, aad, sizeof(aad), in, sizeof(in), out, &outl, tag, 1));
+    CHECK(api_crypt(g, 1, key, iv, aad, sizeof(aad), in, sizeof(in), out, &outl, tag, 1));
     EVP_CIPHER_free(g);
 }
 
@@ -122,7 +122,7 @@ static void check_prompt_exit(const char *self)
         double sent = 0, end;
         pid_t pid;
 
-        TEST_CHECK(pipe(fds) == 0);
+        CHECK(pipe(fds) == 0);
         pid = fork();
         if (pid == 0) {
             char fd[16];
@@ -133,8 +133,8 @@ static void check_prompt_exit(const char *self)
             _exit(3);
         }
         close(fds[1]);
-        TEST_CHECK(read(fds[0], &sent, sizeof(sent)) == (ssize_t)sizeof(sent));
-        TEST_CHECK(waitpid(pid, &status, 0) == pid);
+        CHECK(read(fds[0], &sent, sizeof(sent)) == (ssize_t)sizeof(sent));
+        CHECK(waitpid(pid, &status, 0) == pid);
         end = now_ms();
         close(fds[0]);
         CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);

@@ -217,9 +217,9 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--gpu") == 0)
         test_require_gpu(&env);
     test_seed(3);
-    TEST_CHECK(pd != NULL);
+    CHECK(pd != NULL);
     /* gpuaes preferred, default for everything else (and as the fallback) */
-    TEST_CHECK(EVP_set_default_properties(env.libctx, "?provider=gpuaes"));
+    CHECK(EVP_set_default_properties(env.libctx, "?provider=gpuaes"));
     for (size_t i = 0; i < sizeof(preferred) / sizeof(preferred[0]); i++) {
         EVP_CIPHER *c = EVP_CIPHER_fetch(env.libctx, preferred[i], NULL);
         const char *p = c ? OSSL_PROVIDER_get0_name(EVP_CIPHER_get0_provider(c)) : "nothing";

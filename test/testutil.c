@@ -13,8 +13,7 @@
 #include <openssl/err.h>
 #include <openssl/params.h>
 
-int test_failures;
-static int test_checks_failed_printed;
+#include "rng.h"
 
 int test_env_open(test_env *env)
 {
@@ -93,9 +92,7 @@ void test_require_gpu(test_env *env)
     }
 }
 
-static uint64_t rng_state[4];
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static rng_state test_rng;
 
 void test_seed(uint64_t seed)
 {
@@ -104,38 +101,12 @@ void test_seed(uint64_t seed)
     if (env != NULL)
         seed = strtoull(env, NULL, 0);
     printf("seed %llu (GPUAES_TEST_SEED reproduces it)\n", (unsigned long long)seed);
-    for (int i = 0; i < 4; i++) {            /* splitmix64 */
-        uint64_t z = (seed += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        rng_state[i] = z ^ (z >> 31);
-    }
+    test_rng = rng_seeded(seed);
 }
 
-uint64_t test_rand64(void)
-{                                           /* xoshiro256** */
-    uint64_t *s = rng_state, r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
-    s[2] ^= t; s[3] = rotl(s[3], 45);
-    return r;
-}
-
-size_t test_rand_below(size_t n) { return n == 0 ? 0 : (size_t)(test_rand64() % n); }
-
-void test_rand_bytes(unsigned char *p, size_t n)
-{
-    size_t i = 0;
-
-    for (; i + 8 <= n; i += 8) {
-        uint64_t r = test_rand64();
-        memcpy(p + i, &r, 8);
-    }
-    if (i < n) {
-        uint64_t r = test_rand64();
-        memcpy(p + i, &r, n - i);
-    }
-}
+uint64_t test_rand64(void) { return rng_next(&test_rng); }
+size_t test_rand_below(size_t n) { return rng_below(&test_rng, n); }
+void test_rand_bytes(unsigned char *p, size_t n) { rng_bytes(&test_rng, p, n); }
 
 unsigned char *test_unhex(const char *hex, size_t *len)
 {
@@ -149,15 +120,6 @@ unsigned char *test_unhex(const char *hex, size_t *len)
     b = OPENSSL_hexstr2buf(hex, &l);
     *len = (size_t)l;
     return b;
-}
-
-void test_fail(const char *file, int line, const char *what)
-{
-    test_failures++;
-    if (test_checks_failed_printed++ < 50) {
-        fprintf(stderr, "FAIL %s:%d: %s\n", file, line, what);
-        ERR_print_errors_fp(stderr);
-    }
 }
 
 int test_mapped(const char *file)
@@ -185,8 +147,7 @@ int test_report(const char *name)
                name);
         test_failures++;
     }
-    printf("%s: %s\n", name, test_failures ? "FAILED" : "ok");
-    return test_failures ? 1 : 0;
+    return check_report(name);
 }
 
 static void crash_trace(int sig)

@@ -7,6 +7,8 @@
 #include <openssl/evp.h>
 #include <openssl/provider.h>
 
+#include "check.h"
+
 #define TEST_SKIP 77   /* CTest SKIP_RETURN_CODE */
 
 /* One library context holding both providers, loaded from GPUAES_MODULE_DIR. */
@@ -37,7 +39,8 @@ void test_trace_crashes(void);
 /* For GPU-labelled tests: exit(TEST_SKIP) when gpuaes has no usable GPU. */
 void test_require_gpu(test_env *env);
 
-/* Deterministic random bytes (xoshiro-style), seeded from GPUAES_TEST_SEED or the given seed. */
+/* One deterministic generator for the process (support/rng.h), seeded from GPUAES_TEST_SEED or
+ * the given seed; threads that draw at once keep an rng_state each instead. */
 void test_seed(uint64_t seed);
 uint64_t test_rand64(void);
 size_t test_rand_below(size_t n);
@@ -46,15 +49,11 @@ void test_rand_bytes(unsigned char *p, size_t n);
 /* Hex helpers: returns malloc'ed bytes, *len set. */
 unsigned char *test_unhex(const char *hex, size_t *len);
 
-/* Assertions that print a location and the OpenSSL error queue, then count a failure. */
-extern int test_failures;
-#define TEST_CHECK(cond) do { if (!(cond)) test_fail(__FILE__, __LINE__, #cond); } while (0)
-void test_fail(const char *file, int line, const char *what);
 /* 1 when a file whose path contains `file` is mapped into this process
  * (/proc/self/maps): e.g. "/" TEST_LAYER_FILE, the GPU layer gpuaes loads when
  * the GPU starts (include/gpuaes_layer.h). */
 int test_mapped(const char *file);
 #define TEST_LAYER_FILE "gpuaes_gpu.so"
-int test_report(const char *name);   /* prints "N passed, N failed"-style summary, returns exit code */
+int test_report(const char *name);   /* check_report, after service mode's promise; the exit code */
 
 #endif
