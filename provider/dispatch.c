@@ -75,9 +75,9 @@
  * that doubles with each failure in a row (10 ms .. 10 s) and ends with a
  * success: calls meanwhile go straight to the CPU instead of retrying.
  *
- * An explicit offload_min_bytes (openssl.cnf or GPUAES_OFFLOAD_MIN_BYTES) is
- * the user's policy: every call from that size goes to the GPU, as before,
- * with no back-off (the tests rely on it).
+ * dispatch = force (openssl.cnf or GPUAES_DISPATCH), or an explicit
+ * offload_min_bytes, is the user's policy: every call from the threshold
+ * goes to the GPU, with no back-off (the tests rely on it).
  */
 #include <sched.h>
 #include <stdatomic.h>
@@ -367,8 +367,8 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     unsigned active, busy, users, others, procs;
     int jobs, go, burst;
 
-    gpu_alone = 1;                     /* forced (offload_min_bytes set): the GPU, as if alone */
-    if (prov->offload_min_set)
+    gpu_alone = 1;                     /* forced: the GPU, as if alone */
+    if (prov->dispatch == DISPATCH_FORCE || prov->offload_min_set)
         return 1;
     gpu_alone = 0;
     now = dispatch_now_ns();

@@ -68,6 +68,10 @@ static const char *const share_names[] = {
     [CPU_SHARE_OFF] = "off", [CPU_SHARE_CTR] = "ctr", [CPU_SHARE_ALL] = "all", NULL
 };
 
+static const char *const dispatch_names[] = {
+    [DISPATCH_AUTO] = "auto", [DISPATCH_FORCE] = "force", NULL
+};
+
 static const char *const backend_names[] = {
     [GPU_BACKEND_INPROCESS] = "inprocess", [GPU_BACKEND_SERVICE] = "service", NULL
 };
@@ -107,6 +111,9 @@ static const knob knobs[] = {
     BOOL_KNOB("debug", "GPUAES_DEBUG", 0, DEBUG_SWITCH),
     { "offload_min_bytes", "GPUAES_OFFLOAD_MIN_BYTES", KNOB_SIZE, 0, SIZE_MAX - 1, SIZE_MAX,
       "the per-operation thresholds", NULL, PROV(offload_min_bytes) },
+    /* Above the thresholds: the dispatcher decides, or every call goes to the GPU. */
+    { "dispatch", "GPUAES_DISPATCH", KNOB_ENUM, DISPATCH_AUTO, DISPATCH_FORCE, DISPATCH_AUTO,
+      NULL, dispatch_names, PROV(dispatch) },
     /* Unset (SIZE_MAX): per backend, settings_load. */
     { "gpu_start_bytes", "GPUAES_GPU_START_BYTES", KNOB_SIZE, 0, SIZE_MAX - 1, SIZE_MAX,
       "the backend's default", NULL, PROV(gpu_start_bytes) },
@@ -444,6 +451,8 @@ const char *settings_policy(const gpuaes_prov *prov)
         n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s=%s", k ? "," : "",
                               offload_names[k], v);
     }
+    if (prov->dispatch == DISPATCH_FORCE && n < sizeof(buf))
+        snprintf(buf + n, sizeof(buf) - n, ",dispatch=force");
     return buf;
 }
 
