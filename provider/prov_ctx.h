@@ -90,8 +90,9 @@ typedef struct gpuaes_prov {
     OSSL_PROVIDER *fallback_prov;
     void *fallback_provctx;
     fallback_cipher *fallbacks;            /* its functions, one per variant */
-    /* Updates at least this long go to the GPU (SIZE_MAX: never).  From
-     * offload_min_bytes when set, else the measured per-operation defaults. */
+    /* Updates at least this long may go to the GPU, as `dispatch` decides
+     * (SIZE_MAX: never).  From offload_min_bytes when set, else the measured
+     * per-operation defaults. */
     size_t offload_min[OFFLOAD_KINDS];
     int offload_min_set;                   /* offload_min_bytes was given (cnf or env) */
     size_t offload_min_bytes;              /* its value, when given */

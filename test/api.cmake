@@ -144,6 +144,10 @@ gpuaes_test_program(test_dispatch test_dispatch.c)
 target_link_libraries(test_dispatch PRIVATE api_util)
 gpuaes_test(NAME dispatch_slow_emu COMMAND test_dispatch --slow LABELS emu TIMEOUT 300
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_EMU_JOB_DELAY_MS=20;GPUAES_KEYSTREAM=0")
+# A threshold alone (offload_min_bytes, below the calls' 2 MiB) does not
+# force the GPU: the dispatcher still keeps the slow GPU's share small.
+gpuaes_test(NAME dispatch_slow_threshold_emu COMMAND test_dispatch --slow LABELS emu TIMEOUT 300
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_EMU_JOB_DELAY_MS=20;GPUAES_KEYSTREAM=0;GPUAES_OFFLOAD_MIN_BYTES=1M")
 gpuaes_test(NAME dispatch_fail_emu COMMAND test_dispatch --fail LABELS emu TIMEOUT 300
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_FAULT=alloc;GPUAES_KEYSTREAM=0")
 # A fresh process's first large call of each offloaded kind goes to the GPU
