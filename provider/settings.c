@@ -29,7 +29,8 @@
  * Default offload thresholds, per operation: below them a GPU round trip
  * (staging copies, PCIe, ~6 us of synchronisation) loses to one AES-NI core.
  * Measured on an H200 with bench/crossover.sh (evp_bench, 1 thread, gpuaes
- * with GPUAES_OFFLOAD_MIN_BYTES=0 against the default provider, update sizes
+ * forced onto the GPU path (GPUAES_OFFLOAD_MIN_BYTES=0, today with
+ * GPUAES_DISPATCH=force) against the default provider, update sizes
  * 256 KiB .. 64 MiB, bench/results/2026-11-22-h200-crossover-3, GCM at 8 MiB
  * from gcm-first-chunk.txt there): the smallest measured size from which the
  * GPU path was faster for every key size and direction.  docs/DESIGN.md
