@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # crossover.sh - the measurements behind the default offload thresholds
 # (provider/settings.c): every GPU operation with GPUAES_OFFLOAD_MIN_BYTES=0
-# (gpuaes always on the GPU path) against the default provider, 1 thread,
+# and GPUAES_DISPATCH=force (gpuaes always on the GPU path) against the default provider, 1 thread,
 # update sizes 256 KiB .. 64 MiB; plus `openssl speed -bytes 16` for all 15
 # ciphers, gpuaes (on its CPU path, default thresholds) beside default.
 #
@@ -10,7 +10,7 @@ set -uo pipefail
 build=${1:?build dir}
 out=${2:?output dir}
 mkdir -p "$out"
-bench=(env GPUAES_OFFLOAD_MIN_BYTES=0 "$build/bench/evp_bench" --provider-path "$build"
+bench=(env GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_DISPATCH=force "$build/bench/evp_bench" --provider-path "$build"
        --threads 1 --repeats 3 --min-time 0.1 --sizes 256K,1M,2M,4M,16M,64M --require-gpu)
 "${bench[@]}" --ciphers AES-128-CBC,AES-128-CFB,AES-256-CFB --dir dec --csv "$out/crossover-dec.csv" \
   >"$out/crossover-dec.txt" 2>"$out/crossover.log"

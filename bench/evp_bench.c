@@ -513,12 +513,18 @@ static void describe_provider(OSSL_PROVIDER *prov, const char *label)
     printf("# provider %s: %s, version %s (%s)\n", label, name ? name : "?", version ? version : "?",
            build ? build : "?");
     if (prov == g_prov_gpuaes) {
-        OSSL_PARAM q[] = { OSSL_PARAM_utf8_ptr("gpu", (char **)&gpu, 0), OSSL_PARAM_END };
+        char policy[256] = "";
+        OSSL_PARAM q[] = { OSSL_PARAM_utf8_ptr("gpu", (char **)&gpu, 0),
+                           OSSL_PARAM_utf8_string("offload-policy", policy, sizeof(policy)),
+                           OSSL_PARAM_END };
         if (!OSSL_PROVIDER_get_params(prov, q))
             ERR_clear_error();
         printf("# gpuaes gpu: %s\n", gpu ? gpu : "(not reported)");
         if (gpuaes_counter("offload-min-bytes", &minb))
             printf("# gpuaes offload-min-bytes: %llu\n", (unsigned long long)minb);
+        /* the thresholds, and dispatch=force when the dispatcher is out of the way */
+        if (policy[0] != '\0')
+            printf("# gpuaes offload-policy: %s\n", policy);
         fprintf(stderr, "evp_bench: gpuaes GPU: %s\n", gpu ? gpu : "(not reported)");
     }
 }

@@ -3,11 +3,11 @@
  * updates run on the CPU, against the default provider's own GCM, all in one
  * process, interleaved.  Needs the emulated module (build/emu: its test
  * hooks): a first 8 MiB update goes to the (emulated) GPU, so the engine
- * takes the message; the timed updates are below GPUAES_OFFLOAD_MIN_BYTES
- * (8M, set here) and run on the CPU, either in one stitched pass of the
- * default provider's GCM (gcm_fused.c; GPUAES_TEST_FUSED_MIN=16) or as
- * AES-CTR plus a second GHASH pass (the engine's path before; the hook set
- * past every size).
+ * takes the message (GPUAES_DISPATCH=force); the timed updates are below
+ * GPUAES_OFFLOAD_MIN_BYTES (8M, set here) and run on the CPU, either in one
+ * stitched pass of the default provider's GCM (gcm_fused.c;
+ * GPUAES_TEST_FUSED_MIN=16) or as AES-CTR plus a second GHASH pass (the
+ * engine's path before; the hook set past every size).
  *
  *   gcm_engine_cpu [--provider-path build/emu] [--sizes 4K,16K,64K,1M] [--rounds 15]
  *
@@ -86,6 +86,7 @@ int main(int argc, char **argv)
     if (rounds < 1 || rounds > MAX_ROUNDS)
         die("--rounds (1..101)");
     setenv("GPUAES_OFFLOAD_MIN_BYTES", "8M", 1);
+    setenv("GPUAES_DISPATCH", "force", 1);     /* the first 8 MiB update: the GPU, surely */
     if ((lc = OSSL_LIB_CTX_new()) == NULL || !OSSL_PROVIDER_set_default_search_path(lc, dir)
         || OSSL_PROVIDER_load(lc, "default") == NULL || OSSL_PROVIDER_load(lc, "gpuaes") == NULL
         || (c[0] = EVP_CIPHER_fetch(lc, "AES-256-GCM", "provider=default")) == NULL

@@ -509,7 +509,7 @@ def svc_warm(a):
     st = svc_status(a)
     if st["running"] and st["answered"] > 0:
         return st
-    env = dict(os.environ, GPUAES_OFFLOAD_MIN_BYTES="0", GPUAES_GPU_START_BYTES="0")
+    env = dict(os.environ, GPUAES_OFFLOAD_MIN_BYTES="0", GPUAES_DISPATCH="force", GPUAES_GPU_START_BYTES="0")
     rc, out, err = run_cmd([a.load_proc, "--provider", "gpuaes", "--cipher", "AES-128-CTR", "--dir", "enc",
                             "--size", str(64 << 20), "--bytes", str(256 << 20), "--provider-path", a.build_dir,
                             "--wait-gpu"], 120, env=env, title="service warm-up load_proc")

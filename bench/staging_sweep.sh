@@ -2,7 +2,7 @@
 # staging_sweep.sh - the measurements behind the staging defaults
 # (cuda/staging_config.cpp: chunk size and lanes; cuda/copy_pool.cpp: copy threads,
 # part size, streaming stores; the first chunk of a job; zero-copy chunks): gpuaes alone, every update on the GPU path
-# (GPUAES_OFFLOAD_MIN_BYTES=0), one thread, AES-128-CTR and AES-128-GCM
+# (GPUAES_OFFLOAD_MIN_BYTES=0, GPUAES_DISPATCH=force), one thread, AES-128-CTR and AES-128-GCM
 # encryption at 1, 4 and 64 MiB, once per configuration.
 #
 #   bash bench/staging_sweep.sh BUILD_DIR OUT_DIR
@@ -16,7 +16,7 @@ csv="$out/staging-sweep.csv"
 : >"$csv"
 run() { # chunk lanes threads stream part first zero_copy
   local tmp="$out/.one.csv"
-  env GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_STAGING_CHUNK=$1 GPUAES_STAGING_LANES=$2 GPUAES_COPY_THREADS=$3 \
+  env GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_DISPATCH=force GPUAES_STAGING_CHUNK=$1 GPUAES_STAGING_LANES=$2 GPUAES_COPY_THREADS=$3 \
     GPUAES_COPY_STREAM=$4 GPUAES_COPY_PART=$5 GPUAES_STAGING_FIRST=$6 GPUAES_STAGING_ZEROCOPY=${7:-0} \
     "$build/bench/evp_bench" --provider-path "$build" --providers gpuaes \
     --threads 1 --repeats 5 --min-time 0.05 --sizes 1M,4M,64M --ciphers AES-128-CTR,AES-128-GCM --dir enc \

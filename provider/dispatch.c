@@ -3,9 +3,10 @@
  * dispatch.c - CPU or GPU, per call: the one place that decides.
  *
  * Asked only for calls at or above the operation's threshold (the size below
- * which the GPU path never won, measured on an idle H200: settings.c).  From
- * there on a call goes to the GPU only when it is predicted to finish sooner
- * there, from estimates this process keeps up to date:
+ * which the GPU path never won, measured on an idle H200: settings.c; or
+ * offload_min_bytes).  From there on a call goes to the GPU only when it is
+ * predicted to finish sooner there, from estimates this process keeps up to
+ * date:
  *
  *   CPU:  ns per byte of the default provider, per operation and key size,
  *         from CPU calls of at least DISPATCH_SAMPLE bytes.  Measured while
@@ -75,9 +76,10 @@
  * that doubles with each failure in a row (10 ms .. 10 s) and ends with a
  * success: calls meanwhile go straight to the CPU instead of retrying.
  *
- * An explicit offload_min_bytes (openssl.cnf or GPUAES_OFFLOAD_MIN_BYTES) is
- * the user's policy: every call from that size goes to the GPU, as before,
- * with no back-off (the tests rely on it).
+ * offload_min_bytes only moves the thresholds: from them on this still
+ * decides.  dispatch = force (openssl.cnf or GPUAES_DISPATCH) is the user's
+ * policy: every call from the threshold goes to the GPU, with no back-off
+ * (the tests and the GPU path's benchmarks rely on it).
  */
 #include <sched.h>
 #include <stdatomic.h>
@@ -367,8 +369,8 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     unsigned active, busy, users, others, procs;
     int jobs, go, burst;
 
-    gpu_alone = 1;                     /* forced (offload_min_bytes set): the GPU, as if alone */
-    if (prov->offload_min_set)
+    gpu_alone = 1;                     /* dispatch = force: the GPU, as if alone */
+    if (prov->dispatch == DISPATCH_FORCE)
         return 1;
     gpu_alone = 0;
     now = dispatch_now_ns();

@@ -29,13 +29,13 @@ int offload_ruled_out(offload_kind kind)
 /*
  * The GPU's start-up costs 0.2-0.9 s and ~0.5 GiB of device memory.  It
  * starts only in a process that has already done gpu_start_bytes of work the
- * GPU could have taken, on the CPU (an explicit offload_min_bytes: at the
- * first such call), so short processes never pay for it.  In-process, the call
- * that crosses the threshold waits for it (gpuaes_gpu_wait): a process must not
- * exit while the CUDA runtime starts on another thread, which crashed at exit
- * on the H200 (docs/DESIGN.md, "Threads, fork, errors, secrets").  With the
- * service backend it is started in the background; the call waits at most
- * 3 ms, for a connection to a service already running (gpu_remote.c).
+ * GPU could have taken, on the CPU (dispatch = force: at the first such call),
+ * so short processes never pay for it.  In-process, the call that crosses
+ * the threshold waits for it (gpuaes_gpu_wait): a process must not exit while
+ * the CUDA runtime starts on another thread, which crashed at exit on the
+ * H200 (docs/DESIGN.md, "Threads, fork, errors, secrets").  With the service
+ * backend it is started in the background; the call waits at most 3 ms, for
+ * a connection to a service already running (gpu_remote.c).
  */
 int offload_gpu_up(const gpuaes_prov *prov, size_t len)
 {
@@ -43,7 +43,7 @@ int offload_gpu_up(const gpuaes_prov *prov, size_t len)
 
     if (gpu()->job.started())
         return gpu()->job.available();
-    if (!prov->offload_min_set
+    if (prov->dispatch != DISPATCH_FORCE
         && atomic_fetch_add_explicit(&eligible, len, memory_order_relaxed) + len
                < prov->gpu_start_bytes)
         return 0;

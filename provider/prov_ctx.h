@@ -73,6 +73,12 @@ enum { CPU_SHARE_OFF, CPU_SHARE_CTR, CPU_SHARE_ALL };
  * privately into the libcrypto gpuaes links. */
 enum { FALLBACK_PRIVATE, FALLBACK_APPLICATION };
 
+/* dispatch: at or above its operation's threshold, a call goes to the GPU
+ * when the dispatcher predicts it finishes sooner there (auto, dispatch.c),
+ * or always (force: no dispatcher, no back-off, the GPU started at the first
+ * such call; for tests and measurements of the GPU path). */
+enum { DISPATCH_AUTO, DISPATCH_FORCE };
+
 /* Provider context: one per load of the module into a library context. */
 typedef struct gpuaes_prov {
     const OSSL_CORE_HANDLE *handle;
@@ -84,11 +90,13 @@ typedef struct gpuaes_prov {
     OSSL_PROVIDER *fallback_prov;
     void *fallback_provctx;
     fallback_cipher *fallbacks;            /* its functions, one per variant */
-    /* Updates at least this long go to the GPU (SIZE_MAX: never).  From
-     * offload_min_bytes when set, else the measured per-operation defaults. */
+    /* Updates at least this long may go to the GPU, as `dispatch` decides
+     * (SIZE_MAX: never).  From offload_min_bytes when set, else the measured
+     * per-operation defaults. */
     size_t offload_min[OFFLOAD_KINDS];
     int offload_min_set;                   /* offload_min_bytes was given (cnf or env) */
     size_t offload_min_bytes;              /* its value, when given */
+    int dispatch;                          /* dispatch: DISPATCH_AUTO or DISPATCH_FORCE */
     /* Bytes of GPU-worthy work done on the CPU before the GPU is started. */
     size_t gpu_start_bytes;
     /* Keystream ahead (CTR): see docs/DESIGN.md, "Keystream ahead". */
@@ -121,7 +129,8 @@ void fallback_unload(gpuaes_prov *prov);
 void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_params);
 /* "debug=off,offload_min_bytes=...": every knob's value in force, for the provider parameter. */
 const char *settings_describe(const gpuaes_prov *prov);
-/* "ecb-enc=4M,ecb-dec=...": the thresholds in force, for the provider parameter. */
+/* "ecb-enc=4M,ecb-dec=...": the thresholds in force, then ",dispatch=force" when
+ * forced, for the provider parameter. */
 const char *settings_policy(const gpuaes_prov *prov);
 
 /* The table in provider.c. */

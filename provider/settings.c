@@ -29,7 +29,8 @@
  * Default offload thresholds, per operation: below them a GPU round trip
  * (staging copies, PCIe, ~6 us of synchronisation) loses to one AES-NI core.
  * Measured on an H200 with bench/crossover.sh (evp_bench, 1 thread, gpuaes
- * with GPUAES_OFFLOAD_MIN_BYTES=0 against the default provider, update sizes
+ * forced onto the GPU path (GPUAES_OFFLOAD_MIN_BYTES=0, today with
+ * GPUAES_DISPATCH=force) against the default provider, update sizes
  * 256 KiB .. 64 MiB, bench/results/2026-11-22-h200-crossover-3, GCM at 8 MiB
  * from gcm-first-chunk.txt there): the smallest measured size from which the
  * GPU path was faster for every key size and direction.  docs/DESIGN.md
@@ -66,6 +67,10 @@ typedef struct knob {
 /* gpu_cpu_share: which GPU jobs their calling threads work on (prov_ctx.h). */
 static const char *const share_names[] = {
     [CPU_SHARE_OFF] = "off", [CPU_SHARE_CTR] = "ctr", [CPU_SHARE_ALL] = "all", NULL
+};
+
+static const char *const dispatch_names[] = {
+    [DISPATCH_AUTO] = "auto", [DISPATCH_FORCE] = "force", NULL
 };
 
 static const char *const backend_names[] = {
@@ -107,6 +112,9 @@ static const knob knobs[] = {
     BOOL_KNOB("debug", "GPUAES_DEBUG", 0, DEBUG_SWITCH),
     { "offload_min_bytes", "GPUAES_OFFLOAD_MIN_BYTES", KNOB_SIZE, 0, SIZE_MAX - 1, SIZE_MAX,
       "the per-operation thresholds", NULL, PROV(offload_min_bytes) },
+    /* Above the thresholds: the dispatcher decides, or every call goes to the GPU. */
+    { "dispatch", "GPUAES_DISPATCH", KNOB_ENUM, DISPATCH_AUTO, DISPATCH_FORCE, DISPATCH_AUTO,
+      NULL, dispatch_names, PROV(dispatch) },
     /* Unset (SIZE_MAX): per backend, settings_load. */
     { "gpu_start_bytes", "GPUAES_GPU_START_BYTES", KNOB_SIZE, 0, SIZE_MAX - 1, SIZE_MAX,
       "the backend's default", NULL, PROV(gpu_start_bytes) },
@@ -444,6 +452,8 @@ const char *settings_policy(const gpuaes_prov *prov)
         n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s=%s", k ? "," : "",
                               offload_names[k], v);
     }
+    if (prov->dispatch == DISPATCH_FORCE && n < sizeof(buf))
+        snprintf(buf + n, sizeof(buf) - n, ",dispatch=force");
     return buf;
 }
 

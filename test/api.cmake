@@ -11,13 +11,13 @@ gpuaes_test(NAME params_nogpu COMMAND test_params TIMEOUT 120
   ENV "GPUAES_DISABLE_GPU=1;GPUAES_OFFLOAD_MIN_BYTES=12345")
 # every update of two blocks or more on the GPU path: its parameter tracking
 gpuaes_test(NAME params_gpu COMMAND test_params --gpu LABELS gpu TIMEOUT 120
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_DISPATCH=force")
 
 gpuaes_test_program(test_bad_input test_bad_input.c)
 target_link_libraries(test_bad_input PRIVATE api_util)
 gpuaes_test(NAME bad_input COMMAND test_bad_input TIMEOUT 300)
 gpuaes_test(NAME bad_input_gpu COMMAND test_bad_input --gpu LABELS gpu TIMEOUT 300
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_DISPATCH=force")
 
 # Errors of gpuaes and of its fallback reach the application's queue once, as
 # the default provider's do (provider/prov_err.h); the program is also a core
@@ -55,7 +55,7 @@ gpuaes_test_program(test_fork test_fork.c)
 target_link_libraries(test_fork PRIVATE api_util)
 gpuaes_test(NAME fork COMMAND test_fork TIMEOUT 300)
 gpuaes_test(NAME fork_gpu COMMAND test_fork --gpu LABELS gpu TIMEOUT 300
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_DISPATCH=force")
 # Forks while another thread loads the provider (emulated module: its test
 # hook holds the fallback table lock 20 ms per load).
 gpuaes_test(NAME fork_locks_emu COMMAND test_fork --locks LABELS emu TIMEOUT 300
@@ -65,14 +65,14 @@ gpuaes_test_program(test_fault test_fault.c)
 target_link_libraries(test_fault PRIVATE api_util)
 foreach(stage alloc copyin launch copyout sync)
   gpuaes_test(NAME fault_${stage} COMMAND test_fault LABELS gpu TIMEOUT 300
-    ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_FAULT=${stage}")
+    ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_DISPATCH=force;GPUAES_FAULT=${stage}")
 endforeach()
 
 gpuaes_test_program(test_tls test_tls.c)
 target_link_libraries(test_tls PRIVATE api_util)
 gpuaes_test(NAME tls COMMAND test_tls TIMEOUT 300)
 gpuaes_test(NAME tls_gpu COMMAND test_tls --gpu LABELS gpu TIMEOUT 300
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_DISPATCH=force")
 
 # The CLI test: the openssl on PATH, this build's module.  With AddressSanitizer
 # the (uninstrumented) openssl gets the ASan runtime preloaded, so that the
@@ -86,7 +86,7 @@ if(GPUAES_SANITIZE MATCHES "address")
 endif()
 gpuaes_test(NAME cli TIMEOUT 300 ENV "${_cli_env}"
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh ${PROJECT_SOURCE_DIR} $<TARGET_FILE:gpu_probe>)
-gpuaes_test(NAME cli_gpu LABELS gpu TIMEOUT 300 ENV "GPUAES_OFFLOAD_MIN_BYTES=0;${_cli_env}"
+gpuaes_test(NAME cli_gpu LABELS gpu TIMEOUT 300 ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_DISPATCH=force;${_cli_env}"
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh ${PROJECT_SOURCE_DIR} $<TARGET_FILE:gpu_probe> --gpu)
 
 # GCM with GHASH split between GPU pieces and OpenSSL segments: small and large
@@ -96,23 +96,23 @@ gpuaes_test_program(test_gcm_ghash test_gcm_ghash.c)
 target_link_libraries(test_gcm_ghash PRIVATE api_util)
 gpuaes_test(NAME gcm_ghash COMMAND test_gcm_ghash TIMEOUT 300)
 gpuaes_test(NAME gcm_ghash_gpu COMMAND test_gcm_ghash --gpu LABELS gpu TIMEOUT 300
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=4096")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=4096;GPUAES_DISPATCH=force")
 gpuaes_test(NAME gcm_ghash_fault_gpu COMMAND test_gcm_ghash LABELS gpu TIMEOUT 300
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=4096;GPUAES_FAULT=copyout")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=4096;GPUAES_DISPATCH=force;GPUAES_FAULT=copyout")
 # A GPU that cannot run GCM (compute capability 7.5; emulated): GCM stays on the CPU.
 gpuaes_test(NAME gcm_ghash_no_gcm_emu COMMAND test_gcm_ghash --no-gpu-gcm LABELS emu TIMEOUT 300
-  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_OFFLOAD_MIN_BYTES=4096;GPUAES_EMU_NO_GCM=1")
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_OFFLOAD_MIN_BYTES=4096;GPUAES_DISPATCH=force;GPUAES_EMU_NO_GCM=1")
 
 # The caller's share of GPU jobs (gpu_cpu_share): all, it must run for every
 # group; ctr (default), for CTR only; off, for none; both give the default provider's output and tags.
 gpuaes_test_program(test_cpu_share test_cpu_share.c)
 target_link_libraries(test_cpu_share PRIVATE api_util)
 gpuaes_test(NAME cpu_share_gpu COMMAND test_cpu_share --all LABELS gpu TIMEOUT 300
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_GPU_CPU_SHARE=all")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_DISPATCH=force;GPUAES_GPU_CPU_SHARE=all")
 gpuaes_test(NAME cpu_share_ctr_gpu COMMAND test_cpu_share --ctr LABELS gpu TIMEOUT 300
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_DISPATCH=force")
 gpuaes_test(NAME cpu_share_off_gpu COMMAND test_cpu_share --off LABELS gpu TIMEOUT 300
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_GPU_CPU_SHARE=off")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_DISPATCH=force;GPUAES_GPU_CPU_SHARE=off")
 
 # The GPU's start-up runs in the background, never on a caller's path; the
 # _emu twin makes it take 1.5 s (GPUAES_EMU_INIT_MS) so the calls meanwhile
@@ -120,7 +120,7 @@ gpuaes_test(NAME cpu_share_off_gpu COMMAND test_cpu_share --off LABELS gpu TIMEO
 gpuaes_test_program(test_startup test_startup.c)
 target_link_libraries(test_startup PRIVATE api_util)
 gpuaes_test(NAME startup COMMAND test_startup LABELS gpu TIMEOUT 120
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=65536;GPUAES_EMU_INIT_MS=1500")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=65536;GPUAES_DISPATCH=force;GPUAES_EMU_INIT_MS=1500")
 
 # exit() while other threads' updates start the GPU and run on it: every
 # child exits with status 0, none hangs (20 runs of each program here; the
@@ -133,7 +133,7 @@ gpuaes_test(NAME exit_race COMMAND test_exit_race 20 2 LABELS gpu TIMEOUT 300)
 gpuaes_test_program(test_unload test_unload.c)
 target_link_libraries(test_unload PRIVATE api_util ${CMAKE_DL_LIBS})
 gpuaes_test(NAME unload COMMAND test_unload --gpu LABELS gpu TIMEOUT 600
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=65536;GPUAES_KEYSTREAM_RAMP_BYTES=64K")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=65536;GPUAES_DISPATCH=force;GPUAES_KEYSTREAM_RAMP_BYTES=64K")
 # NVML's figure is the whole device's: other tests' contexts would move it.
 set_tests_properties(unload PROPERTIES RUN_SERIAL ON)
 
@@ -144,6 +144,10 @@ gpuaes_test_program(test_dispatch test_dispatch.c)
 target_link_libraries(test_dispatch PRIVATE api_util)
 gpuaes_test(NAME dispatch_slow_emu COMMAND test_dispatch --slow LABELS emu TIMEOUT 300
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_EMU_JOB_DELAY_MS=20;GPUAES_KEYSTREAM=0")
+# A threshold alone (offload_min_bytes, below the calls' 2 MiB) does not
+# force the GPU: the dispatcher still keeps the slow GPU's share small.
+gpuaes_test(NAME dispatch_slow_threshold_emu COMMAND test_dispatch --slow LABELS emu TIMEOUT 300
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_EMU_JOB_DELAY_MS=20;GPUAES_KEYSTREAM=0;GPUAES_OFFLOAD_MIN_BYTES=1M")
 gpuaes_test(NAME dispatch_fail_emu COMMAND test_dispatch --fail LABELS emu TIMEOUT 300
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_FAULT=alloc;GPUAES_KEYSTREAM=0")
 # A fresh process's first large call of each offloaded kind goes to the GPU
@@ -186,15 +190,15 @@ gpuaes_test(NAME startup_after_work COMMAND test_startup --start-after-work LABE
 # Re-initialisation (key / IV / direction each NULL or not) and GCM init
 # orders, against the default provider; --gpu: the GPU is used exactly where
 # it may be.  Small updates stay on the CPU, large ones cross the threshold.
-# GCM with 3 x 16 MiB updates: at GCM's default threshold set explicitly (every
-# such update on the GPU), and at the default settings, where the dispatcher
-# decides (the GPU may take less, never more).
+# GCM with 3 x 16 MiB updates: at GCM's default threshold set explicitly and
+# forced (every such update on the GPU), and at the default settings, where
+# the dispatcher decides (the GPU may take less, never more).
 gpuaes_test_program(test_reinit test_reinit.c kat_diff_op.c)
 target_link_libraries(test_reinit PRIVATE api_util)
 gpuaes_test(NAME reinit_gpu COMMAND test_reinit --gpu LABELS gpu TIMEOUT 300
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=4096")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=4096;GPUAES_DISPATCH=force")
 gpuaes_test(NAME reinit_gcm_8m_gpu COMMAND test_reinit --gpu --gcm-default LABELS gpu
-  TIMEOUT 300 ENV "GPUAES_OFFLOAD_MIN_BYTES=8M")
+  TIMEOUT 300 ENV "GPUAES_OFFLOAD_MIN_BYTES=8M;GPUAES_DISPATCH=force")
 gpuaes_test(NAME reinit_gcm_default_gpu COMMAND test_reinit --gpu --gcm-default --dispatched
   LABELS gpu TIMEOUT 300)
 
@@ -225,10 +229,10 @@ gpuaes_test(NAME assumptions COMMAND test_assumptions TIMEOUT 120)
 gpuaes_test_program(test_assume_load test_assume_load.c)
 target_link_libraries(test_assume_load PRIVATE api_util)
 gpuaes_test(NAME assume_load_emu COMMAND test_assume_load LABELS emu TIMEOUT 120
-  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_KEYSTREAM=0")
+  MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_DISPATCH=force;GPUAES_KEYSTREAM=0")
 gpuaes_test(NAME assume_load_broken_emu COMMAND test_assume_load --broken LABELS emu TIMEOUT 120
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_KEYSTREAM=0;GPUAES_TEST_BREAK_ASSUMPTION=ASSUME_UPDATED_IV")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_DISPATCH=force;GPUAES_KEYSTREAM=0;GPUAES_TEST_BREAK_ASSUMPTION=ASSUME_UPDATED_IV")
 
 # gpu_memory_max: slots the cap would not hold are not made; the work goes to
 # the CPU, identical, counted in gpu-memory-refusals.  2 lanes of 1 MiB make a
@@ -236,12 +240,12 @@ gpuaes_test(NAME assume_load_broken_emu COMMAND test_assume_load --broken LABELS
 gpuaes_test_program(test_memcap test_memcap.c)
 target_link_libraries(test_memcap PRIVATE api_util)
 gpuaes_test(NAME memcap_zero COMMAND test_memcap --zero LABELS gpu TIMEOUT 300
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=1M;GPUAES_KEYSTREAM=0;GPUAES_GPU_MEMORY_MAX=0")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=1M;GPUAES_DISPATCH=force;GPUAES_KEYSTREAM=0;GPUAES_GPU_MEMORY_MAX=0")
 gpuaes_test(NAME memcap_one COMMAND test_memcap --one LABELS gpu TIMEOUT 300
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=1M;GPUAES_KEYSTREAM=0;GPUAES_GPU_MEMORY_MAX=12582912;GPUAES_STAGING_LANES=2;GPUAES_STAGING_CHUNK=1M;GPUAES_EMU_JOB_DELAY_MS=30")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=1M;GPUAES_DISPATCH=force;GPUAES_KEYSTREAM=0;GPUAES_GPU_MEMORY_MAX=12582912;GPUAES_STAGING_LANES=2;GPUAES_STAGING_CHUNK=1M;GPUAES_EMU_JOB_DELAY_MS=30")
 
 # 32 threads mixing every mode, key size and direction at the dispatcher's own
-# policy (no offload_min_bytes), the GPU started at once: outputs identical,
+# policy (default thresholds, dispatch = auto), the GPU started at once: outputs identical,
 # the GPU and the CPU both take large calls.
 gpuaes_test_program(test_mix test_mix.c)
 target_link_libraries(test_mix PRIVATE api_util)
@@ -252,6 +256,6 @@ gpuaes_test(NAME mix_gpu COMMAND test_mix LABELS gpu TIMEOUT 600 ENV "GPUAES_GPU
 gpuaes_test_program(test_overlap test_overlap.c)
 target_link_libraries(test_overlap PRIVATE api_util)
 gpuaes_test(NAME overlap_gpu COMMAND test_overlap --gpu LABELS gpu TIMEOUT 600
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=0")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=0;GPUAES_DISPATCH=force")
 gpuaes_test(NAME overlap_keystream_gpu COMMAND test_overlap --gpu --keystream LABELS gpu TIMEOUT 600
-  ENV "GPUAES_OFFLOAD_MIN_BYTES=1M;GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=64K;GPUAES_KEYSTREAM_TOTAL_BYTES=1M;GPUAES_KEYSTREAM_MAX_CONTEXTS=16")
+  ENV "GPUAES_OFFLOAD_MIN_BYTES=1M;GPUAES_DISPATCH=force;GPUAES_KEYSTREAM_RAMP_BYTES=4K;GPUAES_KEYSTREAM_MAX_WINDOW=64K;GPUAES_KEYSTREAM_TOTAL_BYTES=1M;GPUAES_KEYSTREAM_MAX_CONTEXTS=16")

@@ -85,7 +85,7 @@ set_tests_properties(service_diff_gpu PROPERTIES LABELS "gpu;service" SKIP_RETUR
 # (service_run.sh, which also checks that the service ran jobs and stops it).
 # A 10 s job bound: a loaded CI host must not turn a slow answer into a
 # CPU fallback (counted as a GPU error) in a test of correctness.
-set(_svc_env GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_SERVICE_TIMEOUT_MS=10000)
+set(_svc_env GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_DISPATCH=force GPUAES_SERVICE_TIMEOUT_MS=10000)
 # 64 KiB pieces (first 16K, then 32K, then 64K; a ring of 32 slots, 2 MiB):
 # every job of more than 16 KiB goes through the pipeline in several pieces,
 # and one of more than 2 MiB reuses the slots, as a job longer than the
@@ -108,7 +108,7 @@ gpuaes_test(NAME fork_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_
 # updates of 4 KiB and more to the service's GPU, the rest on the CPU.
 gpuaes_test(NAME diff_service_fused_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu --fused
   --threads 2 --iterations 20 --max-bytes 1M
-  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=4096
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=4096 GPUAES_DISPATCH=force
   GPUAES_SERVICE_TIMEOUT_MS=10000 ${_svc_small} GPUAES_TEST_FUSED_MIN=16 TIMEOUT 120)
 # CTR jobs copied in and out like the other modes (service_ctr_keystream off).
 gpuaes_test(NAME diff_service_ctrcopy_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
@@ -186,7 +186,7 @@ gpuaes_test(NAME diff_service_killed16_emu COMMAND ${_svc_run} killed16 $<TARGET
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 300)
 gpuaes_test(NAME diff_service_stopped_emu COMMAND ${_svc_run} stopped $<TARGET_FILE:test_diff>
   --threads 4 --iterations 48 --max-bytes 1M
-  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=0
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_DISPATCH=force
   GPUAES_SERVICE_TIMEOUT_MS=300 ${_svc_small} TIMEOUT 180)
 # A fresh process's first large call, with the service already running and
 # warm, goes to the GPU (its start waits briefly for the connection: a GCM
@@ -196,7 +196,7 @@ gpuaes_test(NAME diff_service_stopped_emu COMMAND ${_svc_run} stopped $<TARGET_F
 # (with no wait the first call is always the CPU's: the test fails).
 gpuaes_test(NAME first_call_service_emu COMMAND ${_svc_run} first $<TARGET_FILE:load_proc>
   --provider gpuaes --cipher AES-256-GCM --dir enc --size 16M --bytes 16M
-  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=0
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_DISPATCH=force
   GPUAES_SERVICE_CONNECT_WAIT_MS=500 GPUAES_SERVICE_TIMEOUT_MS=10000 TIMEOUT 120)
 # A rate the service published a while ago (slow: delayed emulated jobs) is
 # not trusted: the next process sends jobs and measures again.  (Its first

@@ -19,7 +19,8 @@ fail=0
 for svc in quiet hang; do
   t0=$(date +%s%N)
   env GPUAES_GPU_BACKEND=service GPUAES_SERVICE_PATH="$dir/$svc" GPUAES_SERVICE_DIR="$dir/s-$svc" \
-      GPUAES_GPU_START_BYTES=0 GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_SERVICE_CONNECT_WAIT_MS=0 \
+      GPUAES_GPU_START_BYTES=0 GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_DISPATCH=force \
+      GPUAES_SERVICE_CONNECT_WAIT_MS=0 \
       LD_PRELOAD=${GPUAES_TEST_PRELOAD:-} \
       openssl enc -aes-128-ctr "${k[@]}" -provider-path "$mod" -provider gpuaes -in "$dir/in" -out "$dir/got" \
     || { echo "FAIL: openssl enc with the '$svc' service"; fail=1; }

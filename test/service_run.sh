@@ -122,7 +122,7 @@ fi
 if [ "$EXPECT" = stalerate ]; then
     GPUAES_EMU_JOB_DELAY_MS=50 "$SERVICE" --socket-dir "$DIR" || { echo "service_run: the service did not start"; exit 1; }
     wait_warm
-    out=$(GPUAES_OFFLOAD_MIN_BYTES=0 "$@") || { echo "service_run: the forced run failed: $out"; exit 1; }
+    out=$(GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_DISPATCH=force "$@") || { echo "service_run: the forced run failed: $out"; exit 1; }
     echo "forced (publishes a slow rate): $out"
     g=$(echo "$out" | sed -n 's/.* gpu_bytes=\([0-9-]*\) .*/\1/p')
     [ "${g:-0}" -gt 0 ] || { echo "service_run: the forced run sent no job"; exit 1; }

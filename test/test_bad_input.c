@@ -2,7 +2,8 @@
  * test_bad_input.c - misuse must fail cleanly: return 0 with an error on the
  * queue (where default puts one), never crash, and leave the context usable.
  * Each case runs on default and on gpuaes; gpuaes must answer like default.
- * With --gpu (GPUAES_OFFLOAD_MIN_BYTES=0) the data sizes reach the GPU path.
+ * With --gpu (GPUAES_OFFLOAD_MIN_BYTES=0, GPUAES_DISPATCH=force) the data
+ * sizes reach the GPU path.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "api_util.h"

@@ -7,8 +7,9 @@
  * sizes, lanes wrapping; the emulator's chunks are 1 MiB.  For every GPU
  * operation, in place and
  * out of place, compared with the default provider byte for byte (and the
- * GCM tag).  Run with GPUAES_OFFLOAD_MIN_BYTES=0 so every length goes to the
- * GPU; --gpu requires a GPU and checks that gpu-bytes grew.
+ * GCM tag).  Run with GPUAES_OFFLOAD_MIN_BYTES=0 and GPUAES_DISPATCH=force so
+ * every length goes to the GPU; --gpu requires a GPU and checks that
+ * gpu-bytes grew.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -88,7 +88,7 @@ cmp -s "$T/dbg" "$T/ref.aes-128-ctr" || fail "enc with GPUAES_DEBUG=1 differs"
 grep -Eq "cipher contexts made:.* AES-128-CTR [1-9]" "$T/dbglog" \
     || fail "GPUAES_DEBUG=1 did not count the AES-128-CTR context"
 if [ "$GPU" = "--gpu" ]; then
-    echo "--- GPUAES_DEBUG=1 log of a 5 MiB aes-128-ctr (GPUAES_OFFLOAD_MIN_BYTES=${GPUAES_OFFLOAD_MIN_BYTES:-unset}):"
+    echo "--- GPUAES_DEBUG=1 log of a 5 MiB aes-128-ctr (GPUAES_OFFLOAD_MIN_BYTES=${GPUAES_OFFLOAD_MIN_BYTES:-unset}, GPUAES_DISPATCH=${GPUAES_DISPATCH:-unset}):"
     head -20 "$T/dbglog"
     grep -qi "failed" "$T/dbglog" && fail "the GPU failed (see the log above)"
 fi
@@ -118,11 +118,12 @@ grep -Eq "^AES-128-CTR +[0-9.]+k" "$T/speed" || { fail "speed printed no result 
 grep -E "^(type|AES-128-CTR) " "$T/speed"
 
 # openssl.cnf: no -provider flags.  Made from openssl.cnf.example when there
-# is one (so the example itself is tested), with this build's module and
-# offload_min_bytes = 0.
+# is one (so the example itself is tested), with this build's module,
+# offload_min_bytes = 0 and dispatch = force.
 if [ -f "$SRC/openssl.cnf.example" ]; then
     sed -e "s|^module *=.*|module = $DIR/gpuaes.so|" \
         -e "s|^# *offload_min_bytes *=.*|offload_min_bytes = 0|" \
+        -e "s|^# *dispatch *=.*|dispatch = force|" \
         "$SRC/openssl.cnf.example" > "$T/test.cnf"
 else
     echo "note: no $SRC/openssl.cnf.example, using the built-in copy of its shape"
@@ -140,12 +141,14 @@ activate = 1
 module = $DIR/gpuaes.so
 activate = 1
 offload_min_bytes = 0
+dispatch = force
 [algorithm_sect]
 default_properties = ?provider=gpuaes
 EOF
 fi
 grep -q "^module = $DIR/gpuaes.so" "$T/test.cnf" || fail "openssl.cnf.example: no 'module =' line to point at the build"
 grep -q "^offload_min_bytes = 0" "$T/test.cnf" || fail "openssl.cnf.example: no '# offload_min_bytes =' line"
+grep -q "^dispatch = force" "$T/test.cnf" || fail "openssl.cnf.example: no '# dispatch =' line"
 # The same with gpuaes required, proving the ciphers do come from it.
 sed -e "s|^default_properties *= *?provider=gpuaes|default_properties = provider=gpuaes|" \
     "$T/test.cnf" > "$T/strict.cnf"
@@ -167,7 +170,7 @@ echo "ok  openssl.cnf"
 # every call on the CPU, right, and the debug log says why (no crash, no
 # error for the application: a host without the layer has no GPU).
 mkdir "$T/alone" && cp "$DIR/gpuaes.so" "$T/alone/"
-GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_DEBUG=1 "${OPENSSL[@]}" enc -provider-path "$T/alone" -provider gpuaes \
+GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_DISPATCH=force GPUAES_DEBUG=1 "${OPENSSL[@]}" enc -provider-path "$T/alone" -provider gpuaes \
     -aes-128-ctr -K "$K128" -iv "$IV" -in "$T/plain" -out "$T/alone.ctr" 2> "$T/alonelog" \
     && cmp -s "$T/alone.ctr" "$T/ref.aes-128-ctr" || { fail "the module without its GPU layer"; cat "$T/alonelog"; }
 # (An installed layer, `cmake --install`, is loaded instead where there is one.)

@@ -2,7 +2,8 @@
  * test_cpu_share.c - the caller's share of GPU jobs (gpu_cpu_share): the
  * thread that drives a GPU job processes pieces from its end through the
  * default provider while the GPU works from the front.  Run with
- * GPUAES_OFFLOAD_MIN_BYTES=0 (every update of whole blocks is a GPU job).
+ * GPUAES_OFFLOAD_MIN_BYTES=0 and GPUAES_DISPATCH=force (every update of whole
+ * blocks is a GPU job).
  *
  * Every cipher and key size, both directions, in place and not, lengths
  * from 16 bytes to 9 MiB (odd ones where the mode allows): output and GCM

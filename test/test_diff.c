@@ -12,11 +12,13 @@
  *   --threads N   N threads with their own contexts run random cases concurrently
  *   --big         only the 64 MiB / 1 GiB in-place comparisons
  *   --migrate     only GCM messages that move from the CPU to the GPU mid-message
- *                 (GPUAES_OFFLOAD_MIN_BYTES above 64 KiB; --iterations per GCM cipher)
+ *                 (GPUAES_OFFLOAD_MIN_BYTES above 64 KiB, GPUAES_DISPATCH=force;
+ *                 --iterations per GCM cipher)
  *   --fused       also require gcm-fused-bytes to grow: GCM messages on gpuaes's engine
  *                 ran blocks on the CPU in the stitched pass (gcm_fused.c)
  *   --case C:S    rerun one random case (as printed by a failure) and nothing else
- * GPUAES_TEST_SEED=n changes the seed; GPUAES_OFFLOAD_MIN_BYTES selects the GPU path.
+ * GPUAES_TEST_SEED=n changes the seed; GPUAES_OFFLOAD_MIN_BYTES with
+ * GPUAES_DISPATCH=force selects the GPU path.
  */
 #include "test_diff.h"
 

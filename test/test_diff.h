@@ -32,7 +32,7 @@ void diff_reinit(diff_ctx *dc, rng_state *r, int i);      /* re-init with NULL k
 void diff_wrap(diff_ctx *dc, rng_state *r);
 
 /* test_diff_migrate.c: GCM messages moving from the CPU to the GPU mid-message
- * (needs GPUAES_OFFLOAD_MIN_BYTES above 64 KiB). */
+ * (needs GPUAES_OFFLOAD_MIN_BYTES above 64 KiB and GPUAES_DISPATCH=force). */
 void diff_migrate(diff_ctx *dc, rng_state *r);
 
 /* test_diff_big.c: 64 MiB and 1 GiB in place, every GPU mode and key size. */

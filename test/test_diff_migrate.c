@@ -2,9 +2,10 @@
  * test_diff_migrate.c - a GCM message that begins on the CPU (the default
  * provider's context inside gpuaes) and moves to gpuaes's engine and the GPU
  * in the middle (cipher_gcm.c, gcm_engine_adopt), against the default
- * provider.  Run with GPUAES_OFFLOAD_MIN_BYTES = T > 64 KiB: a first update
- * of 64 KiB .. T - 1 bytes goes to the CPU with its lengths counted, the
- * first update of T or more at a block boundary moves the message.  Every
+ * provider.  Run with GPUAES_OFFLOAD_MIN_BYTES = T > 64 KiB and
+ * GPUAES_DISPATCH=force: a first update of 64 KiB .. T - 1 bytes goes to the
+ * CPU with its lengths counted, the first update of T or more at a block
+ * boundary moves the message.  Every
  * update's output, the tag (encrypt) and the verdict (decrypt) must agree,
  * and gpu-bytes must show where the message ran: nothing before the move,
  * nothing at an unaligned point, something at the first aligned large update.

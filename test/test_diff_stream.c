@@ -1,7 +1,8 @@
 /*
  * test_diff_stream.c - long-lived contexts, gpuaes against default:
  *  - switching: update sizes that straddle GPUAES_OFFLOAD_MIN_BYTES (run with
- *    4096) so that one context alternates between the CPU and the GPU path;
+ *    4096 and GPUAES_DISPATCH=force) so that one context alternates between
+ *    the CPU and the GPU path;
  *  - dupctx: EVP_CIPHER_CTX_copy in the middle of a stream, both copies go on;
  *  - reinit: EVP_CipherInit_ex2 with a NULL key or a NULL IV mid-stream, and
  *    a new message after final.

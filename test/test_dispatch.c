@@ -1,8 +1,9 @@
 /*
  * test_dispatch.c - the dispatcher (provider/dispatch.c) against GPUs that
  * do not pay, on the emulator; outputs always identical to the default
- * provider.  Default thresholds (no GPUAES_OFFLOAD_MIN_BYTES): the
- * dispatcher decides.
+ * provider.  Default thresholds, or a threshold set by
+ * GPUAES_OFFLOAD_MIN_BYTES (it does not force the GPU: GPUAES_DISPATCH is
+ * left at auto): the dispatcher decides.
  *   --slow   the GPU takes GPUAES_EMU_JOB_DELAY_MS per job (set by CTest to
  *            20 ms, against ~1 ms for the CPU): at most 10 % of the bytes
  *            may go to it (measuring and looking again now and then).

@@ -1,6 +1,6 @@
 /*
- * test_fault.c - run with GPUAES_FAULT=<stage> and GPUAES_OFFLOAD_MIN_BYTES=0:
- * every GPU job fails at that stage.  Every call must still give default's
+ * test_fault.c - run with GPUAES_FAULT=<stage>, GPUAES_OFFLOAD_MIN_BYTES=0
+ * and GPUAES_DISPATCH=force: every GPU job fails at that stage.  Every call must still give default's
  * output (the fallback completes it, also after a partial GPU prefix), leave
  * an error on the queue, count in gpu-errors, and the next call must work too.
  */
@@ -82,7 +82,7 @@ static void check_mode(test_env *env, const char *name, int enc, unsigned char *
                        ok ? "output or tag differs" : "failed");
                 CHECKF(erred, "%s %s %zu bytes %s call %d: no error on the queue%s", name,
                        enc ? "enc" : "dec", len, inplace ? "in place" : "out of place", call + 1,
-                       len < 32 ? " (GPUAES_OFFLOAD_MIN_BYTES=0: even one block goes to the GPU)" : "");
+                       len < 32 ? " (GPUAES_OFFLOAD_MIN_BYTES=0, forced: even one block goes to the GPU)" : "");
                 CHECKF(test_gpu_errors(env) > errs, "%s %s %zu bytes %s call %d: gpu-errors did not grow",
                        name, enc ? "enc" : "dec", len, inplace ? "in place" : "out of place", call + 1);
             }

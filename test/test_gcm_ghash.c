@@ -9,9 +9,9 @@
  * every key size; encryption must match default's ciphertext and tag,
  * decryption of default's output must verify, a flipped tag must not; a
  * context duplicated in the middle of a message must finish it the same way.
- * Run with GPUAES_OFFLOAD_MIN_BYTES=4096 (and with GPUAES_FAULT=copyout, where
- * GPU jobs stop after a prefix and the CPU completes them).  --gpu: the GPU
- * must have taken GCM bytes; --no-gpu-gcm: a GPU is there but cannot run GCM
+ * Run with GPUAES_OFFLOAD_MIN_BYTES=4096 and GPUAES_DISPATCH=force (and with
+ * GPUAES_FAULT=copyout, where GPU jobs stop after a prefix and the CPU
+ * completes them).  --gpu: the GPU must have taken GCM bytes; --no-gpu-gcm: a GPU is there but cannot run GCM
  * (the emulator with GPUAES_EMU_NO_GCM=1, like compute capability 7.5): no GCM
  * byte may reach it, and every message must still come out right.
  */
@@ -330,10 +330,12 @@ int main(int argc, char **argv)
             one(&env, ci, pi, pi % 2 ? 4 : 0, 0, (int)pi);   /* AAD 0 or 17 bytes */
             fixed_key = fixed_iv = NULL;
         }
-    /* GPU-sized first updates: on gpuaes's engine when the threshold is set and
-     * the GPU runs GCM, on default's without a GPU for GCM */
+    /* GPU-sized first updates: on gpuaes's engine when the threshold is set
+     * and forced and the GPU runs GCM, on default's without a GPU for GCM;
+     * the dispatcher's choice (either) otherwise */
     overlap_tests(&env, !test_gpu_available(&env) || no_gcm ? 0
-                        : getenv("GPUAES_OFFLOAD_MIN_BYTES") != NULL ? 1 : -1, gpu);
+                        : getenv("GPUAES_OFFLOAD_MIN_BYTES") != NULL && test_dispatch_forced(&env)
+                        ? 1 : -1, gpu);
     if (gpu)
         CHECK(test_gpu_bytes(&env) > before);   /* the GPU path really ran */
     if (no_gcm)

@@ -5,7 +5,8 @@
  *
  * usage: test_kat [--gpu]     (vectors from $GPUAES_VECTORS)
  * --gpu: skip (77) without a GPU, and require gpu-bytes to grow; run it with
- * GPUAES_OFFLOAD_MIN_BYTES=0 so that even these short vectors go to the GPU.
+ * GPUAES_OFFLOAD_MIN_BYTES=0 and GPUAES_DISPATCH=force so that even these
+ * short vectors go to the GPU.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
  * test_memcap.c - gpu_memory_max (GPUAES_GPU_MEMORY_MAX): what the cap would
  * not hold is not made, the work goes to the CPU with output identical to
  * the default provider, and each refusal counts (gpu-memory-refusals).
- * GPUAES_OFFLOAD_MIN_BYTES sends every call to the GPU layer (no dispatcher
- * back-off in the way), keystream ahead off.
+ * GPUAES_OFFLOAD_MIN_BYTES with GPUAES_DISPATCH=force sends every call to the
+ * GPU layer (no dispatcher back-off in the way), keystream ahead off.
  *   --zero  a cap of 0: no slot at all, every call on the CPU, no error.
  *   --one   (CTest: 2 lanes of 1 MiB, a slot of ~8 MiB, cap 12 MiB) 8 threads at
  *           once: the GPU takes work, calls beyond its one slot are refused.

@@ -1,10 +1,11 @@
 /*
  * test_mix.c - 32 threads mixing every mode, key size and direction, at the
- * dispatcher's own policy (no GPUAES_OFFLOAD_MIN_BYTES; CTest sets
- * GPUAES_GPU_START_BYTES=0 so that the GPU starts at once): sizes around and
- * above the default thresholds (256 KiB, 1 MiB, 8 MiB), every output and tag
- * checked against the default provider (GCM decryption: of the default
- * provider's ciphertext, with its tag).  Between large calls each thread makes
+ * dispatcher's own policy (no GPUAES_OFFLOAD_MIN_BYTES, no
+ * GPUAES_DISPATCH=force; CTest sets GPUAES_GPU_START_BYTES=0 so that the
+ * GPU starts at once): sizes around and above the default thresholds
+ * (256 KiB, 1 MiB, 8 MiB), every output and tag checked against the default
+ * provider (GCM decryption: of the default provider's ciphertext, with its
+ * tag).  Between large calls each thread makes
  * small ones (< 64 KiB: they do not count as busy threads).
  *   crowd  every thread makes a burst of large calls at once: more threads
  *          than half the cores, so the busy-cores rule keeps calls on the CPU;
@@ -153,6 +154,10 @@ int main(void)
     }
     if (!test_env_open(&env) || (input = malloc(MAXLEN)) == NULL)
         return 1;
+    if (test_dispatch_forced(&env)) {
+        fprintf(stderr, "test_mix tests the dispatcher: unset GPUAES_DISPATCH (or set it to auto)\n");
+        return 1;
+    }
     test_require_gpu(&env);
     test_seed(32);
     test_rand_bytes(input, MAXLEN);

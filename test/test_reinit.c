@@ -19,7 +19,7 @@
  * or AAD before the key, a re-key refused in its parameters) with 3 updates
  * of D bytes, encryption and decryption.
  *
- * Run with GPUAES_OFFLOAD_MIN_BYTES=4096.  --gpu: a GPU is required and
+ * Run with GPUAES_OFFLOAD_MIN_BYTES=4096 GPUAES_DISPATCH=force.  --gpu: a GPU is required and
  * gpu-bytes must grow exactly where the GPU may be used (GCM: by the data
  * size) and not elsewhere.  --gcm: only GCM.  --gcm-default: only GCM,
  * D = 16 MiB, AES-128.  --dispatched: the thresholds are the defaults, so the

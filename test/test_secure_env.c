@@ -182,6 +182,7 @@ int main(int argc, char **argv)
     setenv("GPUAES_GPU_BACKEND", "service", 1);
     setenv("GPUAES_GPU_START_BYTES", "0", 1);
     setenv("GPUAES_OFFLOAD_MIN_BYTES", "0", 1);
+    setenv("GPUAES_DISPATCH", "force", 1);
     setenv("GPUAES_SERVICE_CONNECT_WAIT_MS", "0", 1);
     setenv("GPUAES_KEYSTREAM", "off", 1);
 

@@ -5,6 +5,7 @@
  * the queue that names the knob and its value, and the default (or the other
  * source's value) in force, as the provider parameters show ("settings",
  * "offload-min-bytes", "offload-policy", "keystream", "gpu-available").
+ * dispatch is apart from offload_min_bytes: a threshold alone does not force.
  *
  * Each case loads gpuaes (from GPUAES_MODULE_DIR; the emulated module is
  * enough) into a fresh library context with the environment it sets.
@@ -114,6 +115,7 @@ static const struct {
 } knob_defaults[] = {
     { "debug", "GPUAES_DEBUG", "2", "off" },
     { "offload_min_bytes", "GPUAES_OFFLOAD_MIN_BYTES", "-1", "the per-operation thresholds" },
+    { "dispatch", "GPUAES_DISPATCH", "always", "auto" },
     { "keystream", "GPUAES_KEYSTREAM", "maybe", "on" },
     { "keystream_ramp_bytes", "GPUAES_KEYSTREAM_RAMP_BYTES", "256KiB", "256K" },
     { "keystream_max_window", "GPUAES_KEYSTREAM_MAX_WINDOW", "64M", "4M" },   /* > the in-flight cap */
@@ -295,6 +297,11 @@ static void test_ranges(void)
         { "GPUAES_FAULT", "copyOut", "fault", "copyout", 1 },
         { "GPUAES_FAULT", "none", "fault", "none", 1 },
         { "GPUAES_FAULT", "sync,alloc", "fault", "none", 0 },
+        { "GPUAES_DISPATCH", "force", "dispatch", "force", 1 },
+        { "GPUAES_DISPATCH", "Auto", "dispatch", "auto", 1 },
+        { "GPUAES_DISPATCH", "FORCE", "dispatch", "force", 1 },
+        { "GPUAES_DISPATCH", "on", "dispatch", "auto", 0 },
+        { "GPUAES_DISPATCH", "force ", "dispatch", "auto", 0 },
         { "GPUAES_KEYSTREAM_MAX_CONTEXTS", "65536", "keystream_max_contexts", "65536", 1 },
         { "GPUAES_KEYSTREAM_MAX_CONTEXTS", "65537", "keystream_max_contexts", "2", 0 },
         { "GPUAES_KEYSTREAM_MAX_STREAMS", "7", "keystream_max_contexts", "7", 1 },   /* old spelling */
@@ -410,6 +417,61 @@ static void test_cnf(void)
     printf("ok  openssl.cnf: bad values named, defaults kept, the environment wins\n");
 }
 
+/* dispatch is its own knob: offload_min_bytes moves the thresholds only
+ * (the dispatcher still decides above them), force shows in offload-policy,
+ * and openssl.cnf's bad value is named by its openssl.cnf name. */
+static void test_dispatch(void)
+{
+    char forced[sizeof(default_policy) + 32], path[] = "/tmp/gpuaes_dispatch_XXXXXX";
+    int fd;
+    FILE *f;
+    loaded l;
+
+    snprintf(forced, sizeof(forced), "%s,dispatch=force", default_policy);
+    setenv("GPUAES_OFFLOAD_MIN_BYTES", "0", 1);
+    if (load(&l, NULL))
+        CHECKF(has_setting(&l, "dispatch", "auto") && l.offload_min == 0
+               && strstr(l.policy, "dispatch") == NULL && l.errors[0] == '\0',
+               "GPUAES_OFFLOAD_MIN_BYTES=0 alone: want dispatch=auto; policy %s, settings %s",
+               l.policy, l.settings);
+    unload(&l);
+    unsetenv("GPUAES_OFFLOAD_MIN_BYTES");
+
+    setenv("GPUAES_DISPATCH", "force", 1);
+    if (load(&l, NULL))
+        CHECKF(strcmp(l.policy, forced) == 0 && l.offload_min == UINT64_MAX,
+               "GPUAES_DISPATCH=force: policy %s, want %s; offload-min-bytes %llu", l.policy,
+               forced, (unsigned long long)l.offload_min);
+    unload(&l);
+    unsetenv("GPUAES_DISPATCH");
+
+    fd = mkstemp(path);
+    f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (f == NULL) {
+        CHECKF(0, "cannot write a temporary openssl.cnf");
+        return;
+    }
+    fprintf(f, "openssl_conf = openssl_init\n[openssl_init]\nproviders = provider_sect\n"
+               "[provider_sect]\ngpuaes = gpuaes_sect\n[gpuaes_sect]\nmodule = %s/gpuaes.so\n"
+               "dispatch = always\n", module_dir);
+    fclose(f);
+    if (load(&l, path))
+        CHECKF(refused(&l, "dispatch", "always") && has_setting(&l, "dispatch", "auto")
+               && strcmp(l.policy, default_policy) == 0,
+               "openssl.cnf dispatch = always: errors %s, settings %s", l.errors, l.settings);
+    unload(&l);
+    setenv("GPUAES_DISPATCH", "Force", 1);       /* the environment wins */
+    if (load(&l, path))
+        CHECKF(has_setting(&l, "dispatch", "force") && strcmp(l.policy, forced) == 0
+               && strstr(l.errors, "using force") != NULL,
+               "openssl.cnf's bad dispatch, GPUAES_DISPATCH=Force: errors %s, policy %s",
+               l.errors, l.policy);
+    unload(&l);
+    unsetenv("GPUAES_DISPATCH");
+    unlink(path);
+    printf("ok  dispatch: auto/force, apart from offload_min_bytes, shown in offload-policy\n");
+}
+
 /* gpu_start_bytes: its default depends on the backend (in process 2 GiB, with
  * the service, the default backend, 8 MiB); a value set wins with either. */
 static void test_start_bytes(void)
@@ -455,6 +517,7 @@ int main(void)
     test_bools();
     test_ranges();
     test_cnf();
+    test_dispatch();
     test_start_bytes();
     return test_report("settings");
 }

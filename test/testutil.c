@@ -80,6 +80,15 @@ uint64_t test_cpu_share_bytes(test_env *env) { return get_u64(env, "cpu-share-by
 uint64_t test_gpu_errors(test_env *env) { return get_u64(env, "gpu-errors"); }
 uint64_t test_u64_param(test_env *env, const char *key) { return get_u64(env, key); }
 
+int test_dispatch_forced(test_env *env)
+{
+    char policy[256] = "";
+    OSSL_PARAM p[2] = { OSSL_PARAM_utf8_string("offload-policy", policy, sizeof(policy)),
+                        OSSL_PARAM_END };
+
+    return OSSL_PROVIDER_get_params(env->gpuaes, p) && strstr(policy, ",dispatch=force") != NULL;
+}
+
 void test_require_gpu(test_env *env)
 {
     if (!test_gpu_available(env)) {

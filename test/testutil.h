@@ -31,6 +31,9 @@ uint64_t test_cpu_share_bytes(test_env *env);
 uint64_t test_gpu_errors(test_env *env);
 /* Any uint64 parameter of gpuaes (0 if it has none). */
 uint64_t test_u64_param(test_env *env, const char *key);
+/* dispatch = force is in force (offload-policy says so): every call at or
+ * above its threshold goes to the GPU, the dispatcher out of the way. */
+int test_dispatch_forced(test_env *env);
 
 /* SIGSEGV, SIGBUS and SIGABRT print a backtrace on stderr, then kill as
  * they would have (children that must not crash: their logs say where). */

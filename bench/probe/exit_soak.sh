@@ -11,7 +11,7 @@ b=$(cd "$1" && pwd); n=${2:-200}
 bad=0; slow=0; worst=0
 for i in $(seq "$n"); do
   d=$(( (RANDOM * 13) % 400000 )); s=$(date +%s%N)
-  GPUAES_MODULE_DIR=$b GPUAES_OFFLOAD_MIN_BYTES=65536 "$b/test/test_startup" --exit-during-startup 1 $d >/dev/null
+  GPUAES_MODULE_DIR=$b GPUAES_OFFLOAD_MIN_BYTES=65536 GPUAES_DISPATCH=force "$b/test/test_startup" --exit-during-startup 1 $d >/dev/null
   rc=$?; e=$(date +%s%N); ms=$(( (e - s) / 1000000 - d / 1000 ))
   [ $rc -ne 0 ] && bad=$((bad + 1))
   [ $ms -gt 100 ] && slow=$((slow + 1)); [ $ms -gt $worst ] && worst=$ms

@@ -9,7 +9,7 @@ shift 3 2>/dev/null || shift $#
 sizes=${*:-64M 4M 1M}
 for s in $sizes; do
   echo "### $cipher $dir job $s"
-  env GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_STAGING_TRACE=10 \
+  env GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_DISPATCH=force GPUAES_STAGING_TRACE=10 \
     "$build/bench/evp_bench" --provider-path "$build" --providers gpuaes --threads 1 --repeats 1 --min-time 0.01 \
     --sizes "$s" --ciphers "$cipher" --dir "$dir" 2>&1 | sed -n '/staging trace/,/^\[/p' | grep -v '^\['
 done

@@ -398,7 +398,7 @@ def parent(args):
         cnf = os.path.join(tmp, "gpuaes.cnf")
         with open(cnf, "w") as f:
             f.write(CNF.format(module=module))
-        gpu = dict(OPENSSL_CONF=cnf, GPUAES_OFFLOAD_MIN_BYTES="0", GPUAES_GPU_START_BYTES="0",
+        gpu = dict(OPENSSL_CONF=cnf, GPUAES_OFFLOAD_MIN_BYTES="0", GPUAES_DISPATCH="force", GPUAES_GPU_START_BYTES="0",
                    GPUAES_KEYSTREAM="0", GPUAES_EMU_SEED=str(args.seed))
         t0 = time.monotonic()
         ref = spawn("reference", env, args, tmp)
