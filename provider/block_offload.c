@@ -78,13 +78,6 @@ int block_fb_resync(block_ctx *c, const unsigned char iv[BLOCK])
     return num == 0 || fb_set_num(c, num);
 }
 
-/* The GPU operation of each offload kind (kind_of). */
-static const gpuaes_op gpu_ops[OFFLOAD_KINDS] = {
-    [OFFLOAD_ECB_ENC] = GPUAES_ECB_ENCRYPT, [OFFLOAD_ECB_DEC] = GPUAES_ECB_DECRYPT,
-    [OFFLOAD_CBC_DEC] = GPUAES_CBC_DECRYPT, [OFFLOAD_CFB_DEC] = GPUAES_CFB128_DECRYPT,
-    [OFFLOAD_CTR] = GPUAES_CTR128,
-};
-
 /* The caller's share of a GPU job (gpuaes_cpu_share_fn): whole blocks on the
  * fallback, restarted at the piece's chaining block / counter (padding is
  * off for the whole job: ASSUME_INIT_KEEPS_PADDING).  gpu_whole_blocks
@@ -118,7 +111,7 @@ static int block_share(void *arg, const unsigned char *in, unsigned char *out, s
 static int gpu_whole_blocks(block_ctx *c, unsigned char *out, const unsigned char *in, size_t len,
                             const unsigned char iv[BLOCK])
 {
-    gpuaes_job job = { .op = gpu_ops[kind_of(c)], .in = in, .out = out, .len = len };
+    gpuaes_job job = { .op = offload_op(kind_of(c)), .in = in, .out = out, .len = len };
     block_share_arg share = { c, 0 };
     size_t done = 0, from = len, outl = 0;
     int pad_off = 0, ok;

@@ -334,22 +334,11 @@ static int explore_due(offload_kind kind, estimate *e, uint64_t now, unsigned ac
                                                    memory_order_relaxed);
 }
 
-/* The op whose published rate stands for the kind's (gpu()->load). */
-static gpuaes_op op_of_kind(offload_kind kind)
-{
-    static const gpuaes_op op[OFFLOAD_KINDS] = {
-        [OFFLOAD_ECB_ENC] = GPUAES_ECB_ENCRYPT, [OFFLOAD_ECB_DEC] = GPUAES_ECB_DECRYPT,
-        [OFFLOAD_CBC_DEC] = GPUAES_CBC_DECRYPT, [OFFLOAD_CFB_DEC] = GPUAES_CFB128_DECRYPT,
-        [OFFLOAD_CTR] = GPUAES_CTR128, [OFFLOAD_GCM] = GPUAES_GCM_ENCRYPT,
-    };
-    return op[kind];
-}
-
 /* Other processes' GPU jobs in flight, the shared GPU rate, and other
  * processes' threads of large calls (gpu()->load). */
 static unsigned shared_load(offload_kind kind, uint64_t *gpu_ns, unsigned *procs)
 {
-    return gpu()->load(op_of_kind(kind), gpu_ns, procs);
+    return gpu()->load(offload_op(kind), gpu_ns, procs);
 }
 
 /* This thread's last decision was for the GPU, by its estimates rather than

@@ -18,7 +18,7 @@ static _Atomic uint64_t gcm_fused_bytes;
 
 int offload_possible(offload_kind kind)
 {
-    return gpu()->job.supports(kind == OFFLOAD_GCM ? GPUAES_GCM_ENCRYPT : GPUAES_ECB_ENCRYPT);
+    return gpu()->job.supports(offload_op(kind));
 }
 
 int offload_ruled_out(offload_kind kind)

@@ -20,6 +20,18 @@ typedef enum {
     OFFLOAD_KINDS
 } offload_kind;
 
+/* Each kind's GPU operation: the block path's job, and the operation whose
+ * rate the service publishes for the kind (GCM: encryption, for both). */
+static inline gpuaes_op offload_op(offload_kind kind)
+{
+    static const gpuaes_op ops[OFFLOAD_KINDS] = {
+        [OFFLOAD_ECB_ENC] = GPUAES_ECB_ENCRYPT, [OFFLOAD_ECB_DEC] = GPUAES_ECB_DECRYPT,
+        [OFFLOAD_CBC_DEC] = GPUAES_CBC_DECRYPT, [OFFLOAD_CFB_DEC] = GPUAES_CFB128_DECRYPT,
+        [OFFLOAD_CTR] = GPUAES_CTR128, [OFFLOAD_GCM] = GPUAES_GCM_ENCRYPT,
+    };
+    return ops[kind];
+}
+
 /* offload.c: the decision to use the GPU, and running a job with its reporting. */
 /* Whether the GPU can take this kind at all (GCM needs compute capability 8.0). */
 int offload_possible(offload_kind kind);
