@@ -61,9 +61,9 @@ void CUDART_CB on_copied(void *p)
 
 void set_err(char *err, const char *what, cudaError_t e)
 {
-    if (err != nullptr) std::snprintf(err, 160, "keystream: %s: %s", what, cudaGetErrorString(e));
+    if (err != nullptr) std::snprintf(err, GPUAES_ERROR_SIZE, "keystream: %s: %s", what, cudaGetErrorString(e));
     if (error_is_fatal(e)) {
-        char why[160];
+        char why[GPUAES_ERROR_SIZE];
         std::snprintf(why, sizeof why, "keystream: %s: %s", what, cudaGetErrorString(e));
         mark_gpu_broken(why);
     }
@@ -114,7 +114,7 @@ bool launch_round()
     pthread_mutex_unlock(&g_lock);
     if (n == 0) return false;
 
-    char err[160];
+    char err[GPUAES_ERROR_SIZE];
     CudaGuest guest; // held to the end of the round: every call below is on this thread
     // A release that began after these were queued: no launch may write a
     // device buffer it is about to free (it waits for g_submit).
@@ -244,7 +244,7 @@ bool ok(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess) return true;
     if (error_is_fatal(e)) {
-        char why[160];
+        char why[GPUAES_ERROR_SIZE];
         std::snprintf(why, sizeof why, "keystream: %s: %s", what, cudaGetErrorString(e));
         mark_gpu_broken(why);
     }
@@ -287,7 +287,7 @@ void quiesce(gpuaes_ks_window *w)
 }
 
 // The poll of ready() and pin() (w entered).
-int poll(gpuaes_ks_window *w, char error[160])
+int poll(gpuaes_ks_window *w, char error[GPUAES_ERROR_SIZE])
 {
     int s = w->state.load(std::memory_order_acquire);
     if (s == W_READY) return 1;
@@ -327,7 +327,7 @@ int poll(gpuaes_ks_window *w, char error[160])
         }
     }
     if (s == W_FAILED) {
-        if (error) std::snprintf(error, 160, "%s", w->error);
+        if (error) std::snprintf(error, GPUAES_ERROR_SIZE, "%s", w->error);
         return -1;
     }
     return 0; // queued (another thread is launching it)

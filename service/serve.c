@@ -332,7 +332,7 @@ static uint32_t take_spare(client *c, uint64_t seg_size, int *sfd)
 static void *register_main(void *arg)
 {
     client *c = arg;
-    char err[160];
+    char err[GPUAES_ERROR_SIZE];
     int rc = -1;
 
     if (gpuaes_gpu_wait())
@@ -375,7 +375,7 @@ static void segment_register(client *c)
  * registration first ends: at most the GPU's start-up). */
 static void segment_unregister(client *c)
 {
-    char err[160];
+    char err[GPUAES_ERROR_SIZE];
 
     if (c->dma_joinable)
         pthread_join(c->dma_thread, NULL);
