@@ -31,7 +31,8 @@
 #include "copy_kernels.h"
 #include "copy_load.h"
 #include "gpu_settings.h"
-#include "poll_wait.h"
+#include "runtime/clock.h"
+#include "runtime/poll_wait.h"
 
 #include <algorithm>
 #include <atomic>
@@ -39,7 +40,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -55,11 +55,10 @@ constexpr size_t kMinPart = size_t(64) << 10;
 constexpr int kMaxParts = 1 << 14;
 constexpr int kMaxThreads = 64;               // GPUAES_COPY_THREADS is capped here
 constexpr int kDefaultMax = 8;                // default: min(8, cores / 2) threads exist
-// Idle workers, and an owner waiting for the workers' last parts, poll this
-// long before they sleep (poll_wait.h).  A sleeping worker wakes 10-40 us
-// late here (bench/probe/copy_latency.cpp "pool cold"), the time of one to
-// two 256 KiB parts at ~12 GB/s.
-constexpr int64_t kSpinNs = std::chrono::nanoseconds(kPollBeforeSleep).count();
+// Idle workers, and an owner waiting for the workers' last parts, poll
+// kPollBeforeSleepNs before they sleep (poll_wait.h).  A sleeping worker
+// wakes 10-40 us late here (bench/probe/copy_latency.cpp "pool cold"), the
+// time of one to two 256 KiB parts at ~12 GB/s.
 // The load rule (copy_workers_for), re-sampled at most this often.
 constexpr int64_t kSampleNs = 50'000'000;
 
@@ -99,14 +98,6 @@ pthread_once_t g_cv_once = PTHREAD_ONCE_INIT;
 std::atomic<int64_t> g_awake_ns{0};     // workers' finished awake spells, summed
 std::atomic<int64_t> g_next_sample{0};  // steady ns of the next load sample
 std::atomic<bool> g_sampling{false};    // a thread is sampling now
-
-// clock_gettime, not std::chrono's clocks: gpuaes.so links the pool without libstdc++.
-int64_t now_ns()
-{
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 void queue_push(CopyTask *t) // g_lock held
 {
@@ -149,16 +140,16 @@ void worker_part_done(CopyTask *t)
     if (t->left.fetch_sub(1, std::memory_order_acq_rel) == 1) pthread_cond_signal(&t->done);
 }
 
-// Polls (lock not held) until a copy is queued (true), or for kSpinNs, or
-// until this worker's generation ended (false).
+// Polls (lock not held) until a copy is queued (true), or for
+// kPollBeforeSleepNs, or until this worker's generation ended (false).
 bool spin_for_work(unsigned gen)
 {
-    const int64_t until = now_ns() + kSpinNs;
+    const int64_t until = mono_ns() + kPollBeforeSleepNs;
     for (unsigned i = 1;; ++i) {
         if (g_queued.load(std::memory_order_acquire) > 0) return true;
         if (g_gen.load(std::memory_order_relaxed) != gen) return false;
         cpu_relax();
-        if ((i & 63) == 0 && now_ns() >= until) return false;
+        if ((i & 63) == 0 && mono_ns() >= until) return false;
     }
 }
 
@@ -168,14 +159,14 @@ void sleep_locked(Worker &me, unsigned gen)
 {
     me.sleeping = true;
     ++g_sleepers;
-    g_awake_ns.fetch_add(now_ns() - me.awake_since.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    g_awake_ns.fetch_add(mono_ns() - me.awake_since.load(std::memory_order_relaxed), std::memory_order_relaxed);
     me.awake_since.store(0, std::memory_order_relaxed);
     while (me.sleeping && g_gen.load(std::memory_order_relaxed) == gen) pthread_cond_wait(&me.cv, &g_lock);
     if (me.sleeping) { // stopped
         me.sleeping = false;
         --g_sleepers;
     }
-    me.awake_since.store(now_ns(), std::memory_order_relaxed);
+    me.awake_since.store(mono_ns(), std::memory_order_relaxed);
 }
 
 // g_lock held, a copy with unclaimed parts queued: wakes one sleeping
@@ -201,8 +192,8 @@ void wake_one_locked(int want)
 }
 
 // A worker copies parts while the load rule allows it (id < g_allowed),
-// polls kSpinNs for more after its last one, then sleeps until an owner wakes
-// it.  `spun`: it has polled since its last part or wake-up.
+// polls kPollBeforeSleepNs for more after its last one, then sleeps until an
+// owner wakes it.  `spun`: it has polled since its last part or wake-up.
 void *worker_main(void *arg)
 {
     const int id = (int)(uintptr_t)arg;
@@ -236,7 +227,7 @@ void *worker_main(void *arg)
         sleep_locked(me, gen);
         spun = false;
     }
-    g_awake_ns.fetch_add(now_ns() - me.awake_since.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    g_awake_ns.fetch_add(mono_ns() - me.awake_since.load(std::memory_order_relaxed), std::memory_order_relaxed);
     me.awake_since.store(0, std::memory_order_relaxed);
     pthread_mutex_unlock(&g_lock);
     return nullptr;
@@ -267,7 +258,7 @@ void sample_load(int64_t now)
 void maybe_sample()
 {
     if (g_fixed.load(std::memory_order_relaxed)) return;
-    const int64_t now = now_ns();
+    const int64_t now = mono_ns();
     if (now < g_next_sample.load(std::memory_order_relaxed)) return;
     if (g_sampling.exchange(true, std::memory_order_acquire)) return; // another thread does it
     g_next_sample.store(now + kSampleNs, std::memory_order_relaxed);
@@ -321,7 +312,7 @@ void start_locked()
             Worker &w = g_w[n];
             w.gen = gen;
             w.sleeping = false;
-            w.awake_since.store(now_ns(), std::memory_order_relaxed);
+            w.awake_since.store(mono_ns(), std::memory_order_relaxed);
             if (pthread_create(&w.tid, nullptr, worker_main, (void *)(uintptr_t)n) != 0) {
                 w.awake_since.store(0, std::memory_order_relaxed);
                 break;
@@ -449,10 +440,10 @@ void copy_wait(CopyTask *t)
     if (t->left.load(std::memory_order_acquire) != 0) {
         // The rest is being copied by workers (a part each, ~20 us): poll
         // as long as a wake-up would cost, then sleep.
-        const int64_t until = now_ns() + kSpinNs;
+        const int64_t until = mono_ns() + kPollBeforeSleepNs;
         for (unsigned i = 1; t->left.load(std::memory_order_acquire) != 0; ++i) {
             cpu_relax();
-            if ((i & 63) == 0 && now_ns() >= until) break;
+            if ((i & 63) == 0 && mono_ns() >= until) break;
         }
     }
     pthread_mutex_lock(&g_lock); // also: the last worker has left worker_part_done()

@@ -22,7 +22,6 @@
 // our locks, since a parent thread may have held one at fork() time and no
 // such thread exists in the child.
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +42,8 @@
 #include "layer_gate.h"
 #include "module_exit.h"
 #include "pdl.cuh"
+#include "runtime/clock.h"
+#include "runtime/poll_wait.h"
 
 namespace gpuaes {
 namespace {
@@ -111,8 +112,7 @@ bool join_until(pthread_t t, int64_t until)
     for (;;) {
         if (pthread_tryjoin_np(t, nullptr) == 0) return true;
         if (mono_ns() >= until) return false;
-        const timespec step{0, 1000 * 1000};
-        nanosleep(&step, nullptr);
+        sleep_ns(kExitWaitStepNs);
     }
 }
 
@@ -244,11 +244,11 @@ void finish_init()
 
 void *init_thread_main(void *)
 {
-    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t t0 = mono_ns();
     do_init();
     module_exit_register_again(); // after every library the start-up loaded
     if (g_usable) { // how long the start-up took, for the description
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double s = (double)(mono_ns() - t0) / 1e9;
         const size_t n = std::strlen(g_desc);
         std::snprintf(g_desc + n, sizeof g_desc - n, ", started in %.2f s", s);
     }

@@ -44,6 +44,7 @@
 #include "ks_state.h"
 #include "layer_gate.h"
 #include "memory_cap.h"
+#include "runtime/clock.h"
 
 namespace gpuaes {
 namespace ks {

@@ -17,6 +17,7 @@
 #include "gpu_settings.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
+#include "runtime/clock.h"
 
 namespace gpuaes {
 namespace {
@@ -30,16 +31,6 @@ bool g_stop = false;
 bool g_kicked = false;
 pthread_t g_thread;
 
-timespec deadline_in(int64_t ns)
-{
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    const int64_t sum = (int64_t)t.tv_nsec + ns % 1000000000;
-    t.tv_sec += (time_t)(ns / 1000000000 + sum / 1000000000);
-    t.tv_nsec = (long)(sum % 1000000000);
-    return t;
-}
-
 void *trim_main(void *)
 {
     const int64_t idle = idle_release_ns();
@@ -48,7 +39,7 @@ void *trim_main(void *)
     while (!g_stop) {
         if (held || g_kicked) {
             // Half the bound: a slot or window goes at most 1.5 x the bound after it became idle.
-            const timespec until = deadline_in(idle / 2);
+            const timespec until = mono_deadline(idle / 2);
             int rc = 0;
             while (!g_stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&g_tcond, &g_tlock, &until);
         } else {
@@ -110,13 +101,6 @@ void idle_release_stop(bool final)
 }
 
 } // namespace
-
-int64_t mono_ns()
-{
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 void idle_release_kick()
 {

@@ -13,6 +13,7 @@
 #include "fault.h"
 #include "gpu_state.h"
 #include "memory_cap.h"
+#include "runtime/clock.h"
 
 namespace gpuaes {
 namespace {
