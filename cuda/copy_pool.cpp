@@ -16,14 +16,16 @@
 // hand, and the owners do the rest.
 //
 // Workers are plain pthreads (no std::thread objects that could terminate
-// the process if destroyed unjoined), with every signal blocked, and are
+// the process if destroyed unjoined), with every signal blocked
+// (runtime/quiet_thread.h), and are
 // joined by copy_pool_stop(): at exit (atexit handler) or dlclose, so that
 // no thread runs the module's code once it is unloaded.  The pool's own
 // primitives are statically initialised pthread ones, never destroyed (no
 // static destructor runs at exit).
 //
-// Fork: copy_pool_atfork_child(), registered with pthread_atfork at the
-// first start (and also called by device.cu's handler), re-creates the lock
+// Fork: copy_pool_atfork_child(), the module's fork handler's part
+// (runtime/fork_child.h), registered at the first start (and by the GPU
+// layer when it is loaded: copy_pool_atfork_install), re-creates the lock
 // and forgets the workers, which exist only in the parent (its exit-time
 // stop must not join them); the child's next enter starts its own (a child
 // in service mode copies into its segments).
@@ -32,7 +34,9 @@
 #include "copy_load.h"
 #include "gpu_settings.h"
 #include "runtime/clock.h"
+#include "runtime/fork_child.h"
 #include "runtime/poll_wait.h"
+#include "runtime/quiet_thread.h"
 
 #include <algorithm>
 #include <atomic>
@@ -42,7 +46,6 @@
 #include <cstring>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <unistd.h>
 
 namespace gpuaes {
@@ -303,25 +306,16 @@ void start_locked()
     const unsigned gen = g_gen.load(std::memory_order_relaxed);
     int n = 0;
     if (want > 0) {
-        // Workers inherit the creator's signal mask: block everything, so
-        // that no process signal is ever delivered to them.
-        sigset_t all, old;
-        sigfillset(&all);
-        const bool masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
         for (; n < want; ++n) {
             Worker &w = g_w[n];
             w.gen = gen;
             w.sleeping = false;
             w.awake_since.store(mono_ns(), std::memory_order_relaxed);
-            if (pthread_create(&w.tid, nullptr, worker_main, (void *)(uintptr_t)n) != 0) {
+            if (!start_quiet_thread(&w.tid, worker_main, (void *)(uintptr_t)n, "gpuaes-copy")) {
                 w.awake_since.store(0, std::memory_order_relaxed);
                 break;
             }
-#if defined(__GLIBC__)
-            (void)pthread_setname_np(w.tid, "gpuaes-copy");
-#endif
         }
-        if (masked) pthread_sigmask(SIG_SETMASK, &old, nullptr);
     }
     g_nworkers.store(n, std::memory_order_relaxed);
     // Fixed: all of them.  Load rule: none until the first sample (next).
@@ -330,21 +324,16 @@ void start_locked()
     g_state.store(kRunning, std::memory_order_release);
 }
 
-pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
-
-void atfork_child() { copy_pool_atfork_child(); }
-void register_atfork() { (void)pthread_atfork(nullptr, nullptr, atfork_child); }
-
 } // namespace
 
 void copy_pool_enter()
 {
     g_active.fetch_add(1, std::memory_order_relaxed);
     if (g_state.load(std::memory_order_acquire) == kNone) {
-        // Our own child handler, registered before the first worker exists
-        // (and outside the locks): the pool does not rely on its users' fork
-        // handling.  Running it twice (device.cu's handler calls it too) is harmless.
-        pthread_once(&g_atfork_once, register_atfork);
+        // Our own part of the fork handler, registered before the first
+        // worker exists (and outside the locks): the pool does not rely on
+        // its users' fork handling.
+        copy_pool_atfork_install();
         pthread_mutex_lock(&g_stop_lock); // a stop's workers are joined first
         pthread_mutex_lock(&g_lock);
         if (g_state.load(std::memory_order_relaxed) == kNone) start_locked();
@@ -486,6 +475,8 @@ void copy_pool_stop(bool final)
     for (int i = 0; i < n; ++i) (void)pthread_join(tids[i], nullptr);
     pthread_mutex_unlock(&g_stop_lock);
 }
+
+void copy_pool_atfork_install() { fork_child_add(ForkReset::copy_pool, copy_pool_atfork_child); }
 
 void copy_pool_atfork_child()
 {

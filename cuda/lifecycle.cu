@@ -11,13 +11,13 @@
 #include <cerrno>
 #include <ctime>
 #include <pthread.h>
-#include <signal.h>
 
 #include "copy_pool.h"
 #include "gpu_settings.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
 #include "runtime/clock.h"
+#include "runtime/quiet_thread.h"
 
 namespace gpuaes {
 namespace {
@@ -66,19 +66,11 @@ void start_locked()
     const bool made = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&g_tcond, &a) == 0;
     pthread_condattr_destroy(&a);
     if (!made) return;
-    sigset_t all, old;
-    sigfillset(&all);
-    const bool masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
     g_stop = false;
-    if (pthread_create(&g_thread, nullptr, trim_main, nullptr) == 0) {
+    if (start_quiet_thread(&g_thread, trim_main, nullptr, "gpuaes-idle"))
         g_tstate = kOn;
-#if defined(__GLIBC__)
-        (void)pthread_setname_np(g_thread, "gpuaes-idle");
-#endif
-    } else {
+    else
         pthread_cond_destroy(&g_tcond); // no thread: nothing is given back while idle
-    }
-    if (masked) pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 // Joins the thread; final: never again.
