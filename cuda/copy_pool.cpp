@@ -16,14 +16,16 @@
 // hand, and the owners do the rest.
 //
 // Workers are plain pthreads (no std::thread objects that could terminate
-// the process if destroyed unjoined), with every signal blocked, and are
+// the process if destroyed unjoined), with every signal blocked
+// (runtime/quiet_thread.h), and are
 // joined by copy_pool_stop(): at exit (atexit handler) or dlclose, so that
 // no thread runs the module's code once it is unloaded.  The pool's own
 // primitives are statically initialised pthread ones, never destroyed (no
 // static destructor runs at exit).
 //
-// Fork: copy_pool_atfork_child(), registered with pthread_atfork at the
-// first start (and also called by device.cu's handler), re-creates the lock
+// Fork: copy_pool_atfork_child(), the module's fork handler's part
+// (runtime/fork_child.h), registered at the first start (and by the GPU
+// layer when it is loaded: copy_pool_atfork_install), re-creates the lock
 // and forgets the workers, which exist only in the parent (its exit-time
 // stop must not join them); the child's next enter starts its own (a child
 // in service mode copies into its segments).
@@ -31,7 +33,10 @@
 #include "copy_kernels.h"
 #include "copy_load.h"
 #include "gpu_settings.h"
-#include "poll_wait.h"
+#include "runtime/clock.h"
+#include "runtime/fork_child.h"
+#include "runtime/poll_wait.h"
+#include "runtime/quiet_thread.h"
 
 #include <algorithm>
 #include <atomic>
@@ -39,10 +44,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <unistd.h>
 
 namespace gpuaes {
@@ -55,11 +58,10 @@ constexpr size_t kMinPart = size_t(64) << 10;
 constexpr int kMaxParts = 1 << 14;
 constexpr int kMaxThreads = 64;               // GPUAES_COPY_THREADS is capped here
 constexpr int kDefaultMax = 8;                // default: min(8, cores / 2) threads exist
-// Idle workers, and an owner waiting for the workers' last parts, poll this
-// long before they sleep (poll_wait.h).  A sleeping worker wakes 10-40 us
-// late here (bench/probe/copy_latency.cpp "pool cold"), the time of one to
-// two 256 KiB parts at ~12 GB/s.
-constexpr int64_t kSpinNs = std::chrono::nanoseconds(kPollBeforeSleep).count();
+// Idle workers, and an owner waiting for the workers' last parts, poll
+// kPollBeforeSleepNs before they sleep (poll_wait.h).  A sleeping worker
+// wakes 10-40 us late here (bench/probe/copy_latency.cpp "pool cold"), the
+// time of one to two 256 KiB parts at ~12 GB/s.
 // The load rule (copy_workers_for), re-sampled at most this often.
 constexpr int64_t kSampleNs = 50'000'000;
 
@@ -99,14 +101,6 @@ pthread_once_t g_cv_once = PTHREAD_ONCE_INIT;
 std::atomic<int64_t> g_awake_ns{0};     // workers' finished awake spells, summed
 std::atomic<int64_t> g_next_sample{0};  // steady ns of the next load sample
 std::atomic<bool> g_sampling{false};    // a thread is sampling now
-
-// clock_gettime, not std::chrono's clocks: gpuaes.so links the pool without libstdc++.
-int64_t now_ns()
-{
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 void queue_push(CopyTask *t) // g_lock held
 {
@@ -149,16 +143,16 @@ void worker_part_done(CopyTask *t)
     if (t->left.fetch_sub(1, std::memory_order_acq_rel) == 1) pthread_cond_signal(&t->done);
 }
 
-// Polls (lock not held) until a copy is queued (true), or for kSpinNs, or
-// until this worker's generation ended (false).
+// Polls (lock not held) until a copy is queued (true), or for
+// kPollBeforeSleepNs, or until this worker's generation ended (false).
 bool spin_for_work(unsigned gen)
 {
-    const int64_t until = now_ns() + kSpinNs;
+    const int64_t until = mono_ns() + kPollBeforeSleepNs;
     for (unsigned i = 1;; ++i) {
         if (g_queued.load(std::memory_order_acquire) > 0) return true;
         if (g_gen.load(std::memory_order_relaxed) != gen) return false;
         cpu_relax();
-        if ((i & 63) == 0 && now_ns() >= until) return false;
+        if ((i & 63) == 0 && mono_ns() >= until) return false;
     }
 }
 
@@ -168,14 +162,14 @@ void sleep_locked(Worker &me, unsigned gen)
 {
     me.sleeping = true;
     ++g_sleepers;
-    g_awake_ns.fetch_add(now_ns() - me.awake_since.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    g_awake_ns.fetch_add(mono_ns() - me.awake_since.load(std::memory_order_relaxed), std::memory_order_relaxed);
     me.awake_since.store(0, std::memory_order_relaxed);
     while (me.sleeping && g_gen.load(std::memory_order_relaxed) == gen) pthread_cond_wait(&me.cv, &g_lock);
     if (me.sleeping) { // stopped
         me.sleeping = false;
         --g_sleepers;
     }
-    me.awake_since.store(now_ns(), std::memory_order_relaxed);
+    me.awake_since.store(mono_ns(), std::memory_order_relaxed);
 }
 
 // g_lock held, a copy with unclaimed parts queued: wakes one sleeping
@@ -201,8 +195,8 @@ void wake_one_locked(int want)
 }
 
 // A worker copies parts while the load rule allows it (id < g_allowed),
-// polls kSpinNs for more after its last one, then sleeps until an owner wakes
-// it.  `spun`: it has polled since its last part or wake-up.
+// polls kPollBeforeSleepNs for more after its last one, then sleeps until an
+// owner wakes it.  `spun`: it has polled since its last part or wake-up.
 void *worker_main(void *arg)
 {
     const int id = (int)(uintptr_t)arg;
@@ -236,7 +230,7 @@ void *worker_main(void *arg)
         sleep_locked(me, gen);
         spun = false;
     }
-    g_awake_ns.fetch_add(now_ns() - me.awake_since.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    g_awake_ns.fetch_add(mono_ns() - me.awake_since.load(std::memory_order_relaxed), std::memory_order_relaxed);
     me.awake_since.store(0, std::memory_order_relaxed);
     pthread_mutex_unlock(&g_lock);
     return nullptr;
@@ -267,7 +261,7 @@ void sample_load(int64_t now)
 void maybe_sample()
 {
     if (g_fixed.load(std::memory_order_relaxed)) return;
-    const int64_t now = now_ns();
+    const int64_t now = mono_ns();
     if (now < g_next_sample.load(std::memory_order_relaxed)) return;
     if (g_sampling.exchange(true, std::memory_order_acquire)) return; // another thread does it
     g_next_sample.store(now + kSampleNs, std::memory_order_relaxed);
@@ -312,25 +306,16 @@ void start_locked()
     const unsigned gen = g_gen.load(std::memory_order_relaxed);
     int n = 0;
     if (want > 0) {
-        // Workers inherit the creator's signal mask: block everything, so
-        // that no process signal is ever delivered to them.
-        sigset_t all, old;
-        sigfillset(&all);
-        const bool masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
         for (; n < want; ++n) {
             Worker &w = g_w[n];
             w.gen = gen;
             w.sleeping = false;
-            w.awake_since.store(now_ns(), std::memory_order_relaxed);
-            if (pthread_create(&w.tid, nullptr, worker_main, (void *)(uintptr_t)n) != 0) {
+            w.awake_since.store(mono_ns(), std::memory_order_relaxed);
+            if (!start_quiet_thread(&w.tid, worker_main, (void *)(uintptr_t)n, "gpuaes-copy")) {
                 w.awake_since.store(0, std::memory_order_relaxed);
                 break;
             }
-#if defined(__GLIBC__)
-            (void)pthread_setname_np(w.tid, "gpuaes-copy");
-#endif
         }
-        if (masked) pthread_sigmask(SIG_SETMASK, &old, nullptr);
     }
     g_nworkers.store(n, std::memory_order_relaxed);
     // Fixed: all of them.  Load rule: none until the first sample (next).
@@ -339,21 +324,16 @@ void start_locked()
     g_state.store(kRunning, std::memory_order_release);
 }
 
-pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
-
-void atfork_child() { copy_pool_atfork_child(); }
-void register_atfork() { (void)pthread_atfork(nullptr, nullptr, atfork_child); }
-
 } // namespace
 
 void copy_pool_enter()
 {
     g_active.fetch_add(1, std::memory_order_relaxed);
     if (g_state.load(std::memory_order_acquire) == kNone) {
-        // Our own child handler, registered before the first worker exists
-        // (and outside the locks): the pool does not rely on its users' fork
-        // handling.  Running it twice (device.cu's handler calls it too) is harmless.
-        pthread_once(&g_atfork_once, register_atfork);
+        // Our own part of the fork handler, registered before the first
+        // worker exists (and outside the locks): the pool does not rely on
+        // its users' fork handling.
+        copy_pool_atfork_install();
         pthread_mutex_lock(&g_stop_lock); // a stop's workers are joined first
         pthread_mutex_lock(&g_lock);
         if (g_state.load(std::memory_order_relaxed) == kNone) start_locked();
@@ -449,10 +429,10 @@ void copy_wait(CopyTask *t)
     if (t->left.load(std::memory_order_acquire) != 0) {
         // The rest is being copied by workers (a part each, ~20 us): poll
         // as long as a wake-up would cost, then sleep.
-        const int64_t until = now_ns() + kSpinNs;
+        const int64_t until = mono_ns() + kPollBeforeSleepNs;
         for (unsigned i = 1; t->left.load(std::memory_order_acquire) != 0; ++i) {
             cpu_relax();
-            if ((i & 63) == 0 && now_ns() >= until) break;
+            if ((i & 63) == 0 && mono_ns() >= until) break;
         }
     }
     pthread_mutex_lock(&g_lock); // also: the last worker has left worker_part_done()
@@ -495,6 +475,8 @@ void copy_pool_stop(bool final)
     for (int i = 0; i < n; ++i) (void)pthread_join(tids[i], nullptr);
     pthread_mutex_unlock(&g_stop_lock);
 }
+
+void copy_pool_atfork_install() { fork_child_add(ForkReset::copy_pool, copy_pool_atfork_child); }
 
 void copy_pool_atfork_child()
 {

@@ -98,9 +98,11 @@ void parallel_memcpy(void *dst, const void *src, size_t n);
 // copy_pool_enter() starts a new set.  Idempotent.
 void copy_pool_stop(bool final);
 
-// pthread_atfork child handler part: re-creates the lock and forgets the
-// parent's workers (the child's next enter starts its own).
+// The fork handler's part (runtime/fork_child.h): re-creates the lock and
+// forgets the parent's workers (the child's next enter starts its own).
+// Installed by the first enter, and by the GPU layer at load.
 void copy_pool_atfork_child();
+void copy_pool_atfork_install();
 
 // Worker threads now running (0: the owners copy alone).  For tests and logs.
 int copy_pool_workers();

@@ -14,21 +14,20 @@
 // handler of the module (the CUDA runtime's teardown among them).
 //
 // Fork: CUDA cannot be used in a child forked after the parent initialised
-// it (the driver state is not duplicated; calls may fail or hang).  A
-// pthread_atfork child handler, registered when the library is loaded,
-// records whether this process had touched CUDA (or begun to, on the init
-// thread); if so the child never makes another CUDA call and reports no GPU.
+// it (the driver state is not duplicated; calls may fail or hang).  Our
+// part of the module's pthread_atfork child handler (runtime/fork_child.h),
+// registered when the library is loaded, records whether this process had
+// touched CUDA (or begun to, on the init thread); if so the child never
+// makes another CUDA call and reports no GPU.
 // If not, the child may initialise on its own.  The handler also re-creates
 // our locks, since a parent thread may have held one at fork() time and no
 // such thread exists in the child.
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <pthread.h>
-#include <signal.h>
 
 #include <cuda_runtime.h>
 
@@ -43,6 +42,10 @@
 #include "layer_gate.h"
 #include "module_exit.h"
 #include "pdl.cuh"
+#include "runtime/clock.h"
+#include "runtime/fork_child.h"
+#include "runtime/poll_wait.h"
+#include "runtime/quiet_thread.h"
 
 namespace gpuaes {
 namespace {
@@ -83,17 +86,25 @@ void on_fork_child()
     pthread_cond_init(&g_init_cv, nullptr);
     g_init_joinable = false;
     if (g_init_state.load() == kInitRunning) g_init_state.store(kInitDone);
+    // Then each part of the layer re-creates its own locks (independent of
+    // each other); the copy pool's reset follows (runtime/fork_child.h).
     staging_atfork_child();
+    idle_release_atfork_child();
     keystream_atfork_child();
     layer_atfork_child();
     host_ranges_atfork_child();
 }
 
+// The module's one fork handler (runtime/fork_child.h) runs the layer's
+// resets, then the copy pool's: in every child, whether or not the pool
+// was started (a release may hold its locks at fork() time).
 void register_atfork_once()
 {
     bool expected = false;
-    if (g_atfork_registered.compare_exchange_strong(expected, true))
-        pthread_atfork(nullptr, nullptr, on_fork_child);
+    if (g_atfork_registered.compare_exchange_strong(expected, true)) {
+        fork_child_add(ForkReset::gpu_layer, on_fork_child);
+        copy_pool_atfork_install();
+    }
 }
 
 std::atomic<bool> g_process_exiting{false};
@@ -111,8 +122,7 @@ bool join_until(pthread_t t, int64_t until)
     for (;;) {
         if (pthread_tryjoin_np(t, nullptr) == 0) return true;
         if (mono_ns() >= until) return false;
-        const timespec step{0, 1000 * 1000};
-        nanosleep(&step, nullptr);
+        sleep_ns(kExitWaitStepNs);
     }
 }
 
@@ -244,11 +254,11 @@ void finish_init()
 
 void *init_thread_main(void *)
 {
-    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t t0 = mono_ns();
     do_init();
     module_exit_register_again(); // after every library the start-up loaded
     if (g_usable) { // how long the start-up took, for the description
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double s = (double)(mono_ns() - t0) / 1e9;
         const size_t n = std::strlen(g_desc);
         std::snprintf(g_desc + n, sizeof g_desc - n, ", started in %.2f s", s);
     }
@@ -265,11 +275,7 @@ void start_init()
     if (g_init_state.load(std::memory_order_relaxed) == kInitNone && !exit_began()) {
         g_init_state.store(kInitRunning, std::memory_order_relaxed);
         // The init thread takes no signals: they are the application's.
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        g_init_joinable = pthread_create(&g_init_thread, nullptr, init_thread_main, nullptr) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+        g_init_joinable = start_quiet_thread(&g_init_thread, init_thread_main, nullptr, nullptr);
         if (!g_init_joinable) {
             std::snprintf(g_desc, sizeof g_desc, "no usable GPU: could not start the initialisation thread");
             g_init_state.store(kInitDone, std::memory_order_release);

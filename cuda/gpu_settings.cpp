@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include "gpu_settings.h"
+#include "runtime/fork_child.h"
 
 namespace gpuaes {
 namespace {
@@ -12,11 +13,12 @@ pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 gpuaes_gpu_settings g_settings = GPUAES_GPU_SETTINGS_DEFAULT;
 
 // A fork while another thread holds g_lock (a provider loading) would leave
-// it locked in the child for good: the child gets a fresh one.  Registered
-// at load, so every fork is covered; the settings themselves are inherited.
+// it locked in the child for good: the child gets a fresh one (the module's
+// fork handler, runtime/fork_child.h).  Registered at load, so every fork is
+// covered; the settings themselves are inherited.
 void on_fork_child() { pthread_mutex_init(&g_lock, nullptr); }
 struct AtforkAtLoad {
-    AtforkAtLoad() { (void)pthread_atfork(nullptr, nullptr, on_fork_child); }
+    AtforkAtLoad() { fork_child_add(ForkReset::settings, on_fork_child); }
 } g_atfork_at_load;
 
 } // namespace

@@ -58,9 +58,6 @@ void keystream_atfork_child();
 // Idempotent; nothing in a forked child of a CUDA user.
 void gpu_resources_release(bool final);
 
-// Monotonic clock in nanoseconds (idle times).
-int64_t mono_ns();
-
 // Slots and pooled windows idle for idle_release_ns() (gpu_settings.h) are
 // wiped and freed by the idle release thread (started on demand, joined by
 // the release above, never running in a forked child).

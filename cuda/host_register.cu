@@ -38,7 +38,7 @@ void set_error(char *error, const char *fmt, ...)
     if (error == nullptr) return;
     va_list ap;
     va_start(ap, fmt);
-    std::vsnprintf(error, 160, fmt, ap);
+    std::vsnprintf(error, GPUAES_ERROR_SIZE, fmt, ap);
     va_end(ap);
 }
 
@@ -136,7 +136,7 @@ void host_ranges_atfork_child()
 
 } // namespace gpuaes
 
-extern "C" int gpuaes_gpu_host_register(void *base, size_t len, char error[160])
+extern "C" int gpuaes_gpu_host_register(void *base, size_t len, char error[GPUAES_ERROR_SIZE])
 {
     using namespace gpuaes;
     set_error(error, "%s", "");
@@ -196,7 +196,7 @@ extern "C" int gpuaes_gpu_host_register(void *base, size_t len, char error[160])
     return ok ? 0 : -1;
 }
 
-extern "C" int gpuaes_gpu_host_unregister(void *base, char error[160])
+extern "C" int gpuaes_gpu_host_unregister(void *base, char error[GPUAES_ERROR_SIZE])
 {
     using namespace gpuaes;
     set_error(error, "%s", "");

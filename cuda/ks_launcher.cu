@@ -12,14 +12,12 @@
 // round, so fills from many contexts coalesce into few launches whatever
 // their timing.  The thread that queued a job never waits for the launch of
 // somebody else's.
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <pthread.h>
 #include <sched.h>
-#include <time.h>
 
 #include <cuda_runtime.h>
 
@@ -29,7 +27,9 @@
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
 #include "ks_state.h"
-#include "poll_wait.h"
+#include "runtime/capped_count.h"
+#include "runtime/clock.h"
+#include "runtime/poll_wait.h"
 
 namespace gpuaes {
 namespace ks {
@@ -51,7 +51,7 @@ constexpr size_t kInflightCap = GPUAES_KS_INFLIGHT_MAX; // the provider caps key
 
 int g_kdone_next = 0;
 int g_grid_max = 0;                                   // resident blocks of the kernel, device-wide
-std::atomic<size_t> g_inflight{0};                    // bytes queued or in flight (kInflightCap)
+CappedCount g_inflight;                               // bytes queued or in flight (kInflightCap)
 
 // Host function after a fill's D2H (runs on a CUDA thread; no CUDA calls).
 void CUDART_CB on_copied(void *p)
@@ -61,9 +61,9 @@ void CUDART_CB on_copied(void *p)
 
 void set_err(char *err, const char *what, cudaError_t e)
 {
-    if (err != nullptr) std::snprintf(err, 160, "keystream: %s: %s", what, cudaGetErrorString(e));
+    if (err != nullptr) std::snprintf(err, GPUAES_ERROR_SIZE, "keystream: %s: %s", what, cudaGetErrorString(e));
     if (error_is_fatal(e)) {
-        char why[160];
+        char why[GPUAES_ERROR_SIZE];
         std::snprintf(why, sizeof why, "keystream: %s: %s", what, cudaGetErrorString(e));
         mark_gpu_broken(why);
     }
@@ -114,7 +114,7 @@ bool launch_round()
     pthread_mutex_unlock(&g_lock);
     if (n == 0) return false;
 
-    char err[160];
+    char err[GPUAES_ERROR_SIZE];
     CudaGuest guest; // held to the end of the round: every call below is on this thread
     // A release that began after these were queued: no launch may write a
     // device buffer it is about to free (it waits for g_submit).
@@ -183,35 +183,26 @@ void drain_wait()
     pthread_mutex_unlock(&g_submit);
 }
 
-// Waiting for a fill: poll this long (about a thread wake-up), then sleep
-// in naps from kNapMin doubling to kNapMax (a fill's D2H is at most ~0.6 ms:
-// kInflightCap), checking the event now and then for a failed stream.
-constexpr std::chrono::microseconds kSpin(20), kNapMin(20), kNapMax(1000);
-constexpr std::chrono::seconds kCopiedBound(2); // then synchronize the stream
-
-void nap(std::chrono::microseconds &d)
-{
-    struct timespec ts = {0, (long)std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()};
-    nanosleep(&ts, nullptr);
-    d = std::min(d * 2, std::chrono::microseconds(kNapMax));
-}
+// Waiting for a fill: poll, then nap (poll_wait.h), checking the event now
+// and then for a failed stream.
+constexpr int64_t kCopiedBoundNs = int64_t(2) * 1000 * 1000 * 1000; // 2 s, then synchronize the stream
 
 // Waits for w's host function (its fill's D2H is over).  False when the
 // event reports a failure, the driver cannot be asked, or it took longer
-// than kCopiedBound: the caller synchronizes the stream then.  Unlike a
+// than kCopiedBoundNs: the caller synchronizes the stream then.  Unlike a
 // stream synchronization (which, under the runtime's default scheduling,
 // spins the core, and waits for every window's copies on the shared copy
 // stream), this sleeps and waits for w alone.
 bool wait_copied(gpuaes_ks_window *w)
 {
-    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t t0 = mono_ns();
     for (unsigned i = 1; !w->copied.load(std::memory_order_acquire); ++i) {
         cpu_relax();
-        if ((i & 63) != 0 || std::chrono::steady_clock::now() - t0 < kSpin) continue;
+        if ((i & 63) != 0 || mono_ns() - t0 < kPollBeforeNapNs) continue;
         CudaGuest guest(true);
         auto d = kNapMin;
         while (!w->copied.load(std::memory_order_acquire)) {
-            if (!guest.ok() || std::chrono::steady_clock::now() - t0 > kCopiedBound) return false;
+            if (!guest.ok() || mono_ns() - t0 > kCopiedBoundNs) return false;
             const cudaError_t e = cudaEventQuery(w->ev);
             if (e != cudaSuccess && e != cudaErrorNotReady) return false; // the host function may never run
             nap(d);
@@ -227,24 +218,17 @@ bool wait_copied(gpuaes_ks_window *w)
 // A refused fill must leave the count as it was: when one gave back bytes
 // it had never taken, the count wrapped below zero under contention and every
 // later fill in the process was refused.
-bool reserve_inflight(size_t n)
-{
-    size_t cur = g_inflight.load(std::memory_order_relaxed);
-    do {
-        if (cur + n > kInflightCap) return false;
-    } while (!g_inflight.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed));
-    return true;
-}
+bool reserve_inflight(size_t n) { return g_inflight.reserve(n, kInflightCap); }
 
 // The fill of w is over (complete, failed or abandoned): no longer in flight.
-void uncount(gpuaes_ks_window *w) { g_inflight.fetch_sub(w->counted.exchange(0)); }
+void uncount(gpuaes_ks_window *w) { g_inflight.release(w->counted.exchange(0)); }
 
 // A CUDA call of the cleanup paths: a sticky error disables the GPU.
 bool ok(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess) return true;
     if (error_is_fatal(e)) {
-        char why[160];
+        char why[GPUAES_ERROR_SIZE];
         std::snprintf(why, sizeof why, "keystream: %s: %s", what, cudaGetErrorString(e));
         mark_gpu_broken(why);
     }
@@ -287,7 +271,7 @@ void quiesce(gpuaes_ks_window *w)
 }
 
 // The poll of ready() and pin() (w entered).
-int poll(gpuaes_ks_window *w, char error[160])
+int poll(gpuaes_ks_window *w, char error[GPUAES_ERROR_SIZE])
 {
     int s = w->state.load(std::memory_order_acquire);
     if (s == W_READY) return 1;
@@ -327,24 +311,24 @@ int poll(gpuaes_ks_window *w, char error[160])
         }
     }
     if (s == W_FAILED) {
-        if (error) std::snprintf(error, 160, "%s", w->error);
+        if (error) std::snprintf(error, GPUAES_ERROR_SIZE, "%s", w->error);
         return -1;
     }
     return 0; // queued (another thread is launching it)
 }
 
 // Waits until no window of `all` is busy or the deadline passed: polls
-// kSpin, then naps (an owner in a call is done in microseconds; one that
+// kPollBeforeNap, then naps (an owner in a call is done in microseconds; one that
 // stays busy must not cost a core for the whole bound).
 void wait_not_busy(const std::vector<gpuaes_ks_window *> &all, std::chrono::milliseconds bound)
 {
-    const auto t0 = std::chrono::steady_clock::now(), until = t0 + bound;
+    const int64_t t0 = mono_ns(), until = t0 + std::chrono::nanoseconds(bound).count();
     auto d = kNapMin;
     for (gpuaes_ks_window *w : all)
         while (w->busy.load()) {
-            const auto now = std::chrono::steady_clock::now();
+            const int64_t now = mono_ns();
             if (now >= until) return;
-            if (now - t0 < kSpin) sched_yield();
+            if (now - t0 < kPollBeforeNapNs) sched_yield();
             else nap(d);
         }
 }

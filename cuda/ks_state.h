@@ -40,7 +40,7 @@ struct gpuaes_ks_window {
     // whose host function has run (ready() or quiesce() saw it).
     std::atomic<int> copied{0};
     unsigned polls = 0;            // ready() calls: every 256th also asks the driver (errors)
-    char error[160] = "";
+    char error[GPUAES_ERROR_SIZE] = "";
     bool pooled = false;           // under g_lock
     int64_t pooled_at = 0;         // mono_ns() when pooled (idle release)
     // 1 while the owner is in a call on the window or has it pinned; only
@@ -73,7 +73,7 @@ bool ok(cudaError_t e, const char *what);
 // Flat combining: launches everything queued unless another thread is at it.
 void drain();
 // The poll of ready() and pin() (w entered): 1 ready, 0 not yet, -1 failed.
-int poll(gpuaes_ks_window *w, char error[160]);
+int poll(gpuaes_ks_window *w, char error[GPUAES_ERROR_SIZE]);
 // Waits until w has nothing in flight (its event, or the launch that holds it).
 void quiesce(gpuaes_ks_window *w);
 // Waits until no window of `all` is busy or `bound` passed.

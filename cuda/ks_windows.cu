@@ -44,6 +44,7 @@
 #include "ks_state.h"
 #include "layer_gate.h"
 #include "memory_cap.h"
+#include "runtime/clock.h"
 
 namespace gpuaes {
 namespace ks {
@@ -211,10 +212,10 @@ extern "C" gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
 }
 
 extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key, const unsigned char ctr[16],
-                                        size_t nbytes, int ctr32, char error[160])
+                                        size_t nbytes, int ctr32, char error[GPUAES_ERROR_SIZE])
 {
     if (w == nullptr || key == nullptr || nbytes == 0 || nbytes % 16 != 0 || nbytes > w->cap) {
-        if (error) std::snprintf(error, 160, "keystream: invalid fill");
+        if (error) std::snprintf(error, GPUAES_ERROR_SIZE, "keystream: invalid fill");
         return GPUAES_FAILED;
     }
     if (!usable()) return GPUAES_BUSY;
@@ -223,7 +224,7 @@ extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *k
     const int s = w->state.load(std::memory_order_acquire);
     if (s == W_QUEUED || s == W_INFLIGHT) {
         leave(w);
-        if (error) std::snprintf(error, 160, "keystream: window busy");
+        if (error) std::snprintf(error, GPUAES_ERROR_SIZE, "keystream: window busy");
         return GPUAES_FAILED;
     }
     if (!reserve_inflight(nbytes)) { // the GPU is as far ahead as is useful: CPU for now
@@ -251,7 +252,7 @@ extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *k
     return GPUAES_OK;
 }
 
-extern "C" int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
+extern "C" int gpuaes_ks_ready(gpuaes_ks_window *w, char error[GPUAES_ERROR_SIZE])
 {
     if (w == nullptr || cuda_forbidden() || !enter(w)) return -1;
     const int r = poll(w, error);
@@ -259,7 +260,7 @@ extern "C" int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160])
     return r;
 }
 
-extern "C" int gpuaes_ks_pin(gpuaes_ks_window *w, const unsigned char **data, char error[160])
+extern "C" int gpuaes_ks_pin(gpuaes_ks_window *w, const unsigned char **data, char error[GPUAES_ERROR_SIZE])
 {
     *data = nullptr;
     if (w == nullptr || cuda_forbidden() || !enter(w)) return -1;

@@ -3,8 +3,9 @@
 #include "layer_gate.h"
 
 #include <atomic>
-#include <chrono>
-#include <thread>
+
+#include "runtime/clock.h"
+#include "runtime/poll_wait.h"
 
 namespace gpuaes {
 namespace {
@@ -30,11 +31,11 @@ void layer_leave() { g_inside.fetch_sub(1); }
 bool layer_close(int64_t wait_ns)
 {
     g_closed.store(true);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait_ns);
+    const int64_t until = mono_ns() + wait_ns;
     for (;;) {
         if (g_inside.load() == 0) return true;
-        if (std::chrono::steady_clock::now() >= until) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1)); // a job's chunk is shorter
+        if (mono_ns() >= until) return false;
+        sleep_ns(kExitWaitStepNs); // a job's chunk is shorter
     }
 }
 

@@ -11,12 +11,13 @@
 #include <cerrno>
 #include <ctime>
 #include <pthread.h>
-#include <signal.h>
 
 #include "copy_pool.h"
 #include "gpu_settings.h"
 #include "gpu_state.h"
 #include "gpuaes_gpu.h"
+#include "runtime/clock.h"
+#include "runtime/quiet_thread.h"
 
 namespace gpuaes {
 namespace {
@@ -30,16 +31,6 @@ bool g_stop = false;
 bool g_kicked = false;
 pthread_t g_thread;
 
-timespec deadline_in(int64_t ns)
-{
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    const int64_t sum = (int64_t)t.tv_nsec + ns % 1000000000;
-    t.tv_sec += (time_t)(ns / 1000000000 + sum / 1000000000);
-    t.tv_nsec = (long)(sum % 1000000000);
-    return t;
-}
-
 void *trim_main(void *)
 {
     const int64_t idle = idle_release_ns();
@@ -48,7 +39,7 @@ void *trim_main(void *)
     while (!g_stop) {
         if (held || g_kicked) {
             // Half the bound: a slot or window goes at most 1.5 x the bound after it became idle.
-            const timespec until = deadline_in(idle / 2);
+            const timespec until = mono_deadline(idle / 2);
             int rc = 0;
             while (!g_stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&g_tcond, &g_tlock, &until);
         } else {
@@ -75,19 +66,11 @@ void start_locked()
     const bool made = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&g_tcond, &a) == 0;
     pthread_condattr_destroy(&a);
     if (!made) return;
-    sigset_t all, old;
-    sigfillset(&all);
-    const bool masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
     g_stop = false;
-    if (pthread_create(&g_thread, nullptr, trim_main, nullptr) == 0) {
+    if (start_quiet_thread(&g_thread, trim_main, nullptr, "gpuaes-idle"))
         g_tstate = kOn;
-#if defined(__GLIBC__)
-        (void)pthread_setname_np(g_thread, "gpuaes-idle");
-#endif
-    } else {
+    else
         pthread_cond_destroy(&g_tcond); // no thread: nothing is given back while idle
-    }
-    if (masked) pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 // Joins the thread; final: never again.
@@ -110,13 +93,6 @@ void idle_release_stop(bool final)
 }
 
 } // namespace
-
-int64_t mono_ns()
-{
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 void idle_release_kick()
 {

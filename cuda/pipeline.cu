@@ -15,7 +15,8 @@
 #include "gpu_state.h"
 #include "gpuaes_counter.h"
 #include "pipeline_ghash.h"
-#include "poll_wait.h"
+#include "runtime/clock.h"
+#include "runtime/poll_wait.h"
 #include "staging_config.h"
 
 namespace gpuaes {
@@ -31,8 +32,6 @@ constexpr size_t kDirectAhead = 3;
 // notice a finished chunk) barely notices, long enough that the callback's
 // set-up (a re-init of the default provider's context) is noise.
 constexpr size_t kCpuPiece = size_t(256) << 10;
-// With nothing to do, poll this long before sleeping (poll_wait.h).
-constexpr int64_t kSpinNs = std::chrono::duration_cast<std::chrono::nanoseconds>(kPollBeforeSleep).count();
 
 // Length of chunk i of a job, `rem` bytes of it not yet in a chunk.  The
 // chunks ramp up from `first`, doubling, to the buffer size `cap`, and down
@@ -313,14 +312,14 @@ class Pipeline {
         return true;
     }
 
-    // Nothing to do: poll for kSpinNs, then sleep until what the pipeline
+    // Nothing to do: poll for kPollBeforeSleepNs (poll_wait.h), then sleep until what the pipeline
     // waits for first is complete: the oldest copy-out (retire), the copy-in
     // the next GPU stage needs, or the oldest chunk on the GPU.
     void idle()
     {
         const int64_t now = mono_ns();
         if (idle_since_ == 0) idle_since_ = now;
-        if (now - idle_since_ < kSpinNs) {
+        if (now - idle_since_ < kPollBeforeSleepNs) {
             cpu_relax();
             return;
         }

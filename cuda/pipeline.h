@@ -26,8 +26,9 @@
 // there it comes from the chunk's last_in, taken from in[] when its copy-in
 // started.  GCM: each piece's Y (GHASH times H) is prepended to the tail's,
 // Y_tail' = Y_piece * H^|tail| ^ Y_tail.  With nothing at all to do, the
-// caller spins kSpinNs, then sleeps until the oldest copy or GPU chunk it
-// waits for completes (copy_wait; an event with blocking sync).
+// caller spins kPollBeforeSleepNs (runtime/poll_wait.h), then sleeps until
+// the oldest copy or GPU chunk it waits for completes (copy_wait; an event
+// with blocking sync).
 //
 // Why this shape (measured, bench/NOTES.md): the host copies, not PCIe or the
 // kernels, bound one job; copy-ins and copy-outs of different chunks

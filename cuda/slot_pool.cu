@@ -8,11 +8,11 @@
 #include <cuda_runtime.h>
 
 #include "aes_key.h"
-#include "copy_pool.h"
 #include "cuda_guest.h"
 #include "fault.h"
 #include "gpu_state.h"
 #include "memory_cap.h"
+#include "runtime/clock.h"
 
 namespace gpuaes {
 namespace {
@@ -243,8 +243,6 @@ void staging_atfork_child()
     // A parent thread may have held the lock at fork() time.  The slots
     // themselves are never touched again when the parent used CUDA.
     pthread_mutex_init(&g_pool_lock, nullptr);
-    copy_pool_atfork_child();
-    idle_release_atfork_child();
 }
 
 } // namespace gpuaes

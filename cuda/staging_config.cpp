@@ -3,12 +3,12 @@
 #include "staging_config.h"
 
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <pthread.h>
 
 #include "gpu_settings.h"
 #include "gpuaes_gpu.h"
+#include "runtime/clock.h"
 
 namespace gpuaes {
 namespace {
@@ -53,7 +53,7 @@ bool trace_this_job()
 
 double now_us()
 {
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return (double)mono_ns() / 1e3;
 }
 
 void StageTrace::begin(size_t nchunks)

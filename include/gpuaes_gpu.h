@@ -35,6 +35,10 @@ typedef enum gpuaes_status {
     GPUAES_FAILED      /* a CUDA call failed: job.error says which; a prefix may be done */
 } gpuaes_status;
 
+/* The size of every error buffer of this interface (job.error and the
+ * error[] arguments below): one NUL-terminated line, truncated to fit. */
+#define GPUAES_ERROR_SIZE 160
+
 /* Expanded AES key schedules (encryption and equivalent-inverse decryption),
  * host memory only; wiped on free. */
 typedef struct gpuaes_key gpuaes_key;
@@ -93,7 +97,7 @@ typedef struct gpuaes_job {
     size_t cpu_from;               /* out[cpu_from..len) final and correct, done by cpu_share (len: none) */
     unsigned char iv_end[16];      /* the state (as iv) for in[len], whatever was done */
     gpuaes_status status;          /* GPUAES_OK: done == cpu_from (all of out[] is done) */
-    char error[160];               /* why, when status == GPUAES_FAILED */
+    char error[GPUAES_ERROR_SIZE];               /* why, when status == GPUAES_FAILED */
     int direct;                    /* 1: ran by DMA straight from a registered range (below) */
 } gpuaes_job;
 
@@ -237,8 +241,8 @@ void gpuaes_gpu_run(gpuaes_job *job);
  * registered, or the CUDA call failed: forgotten anyway).
  * gpuaes_gpu_shutdown() unregisters whatever is left.
  */
-int gpuaes_gpu_host_register(void *base, size_t len, char error[160]);
-int gpuaes_gpu_host_unregister(void *base, char error[160]);
+int gpuaes_gpu_host_register(void *base, size_t len, char error[GPUAES_ERROR_SIZE]);
+int gpuaes_gpu_host_unregister(void *base, char error[GPUAES_ERROR_SIZE]);
 
 /*
  * Memory this process's GPU layer holds beyond the CUDA context (~0.5 GiB,
@@ -325,17 +329,17 @@ gpuaes_ks_window *gpuaes_ks_window_new(size_t cap);
  * gpuaes_ks_ready); otherwise nothing was queued and error says why. */
 gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key,
                              const unsigned char ctr[16], size_t nbytes, int ctr32,
-                             char error[160]);
+                             char error[GPUAES_ERROR_SIZE]);
 
 /* Never blocks.  1: the last fill is complete; 0: still in flight; -1: it
  * failed (error says why) or the GPU can no longer be used (fork, exit). */
-int gpuaes_ks_ready(gpuaes_ks_window *w, char error[160]);
+int gpuaes_ks_ready(gpuaes_ks_window *w, char error[GPUAES_ERROR_SIZE]);
 
 /* gpuaes_ks_ready(), and on 1 also pins the window: *data is the keystream
  * of the last fill, readable until gpuaes_ks_unpin(w), and the exit-time
  * release waits for (or leaves alone) a pinned window instead of wiping it.
  * On 0 and -1 nothing is pinned and *data is NULL. */
-int gpuaes_ks_pin(gpuaes_ks_window *w, const unsigned char **data, char error[160]);
+int gpuaes_ks_pin(gpuaes_ks_window *w, const unsigned char **data, char error[GPUAES_ERROR_SIZE]);
 void gpuaes_ks_unpin(gpuaes_ks_window *w);
 
 /* Waits for a fill in flight, wipes the buffers and returns the window to

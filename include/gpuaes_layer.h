@@ -45,9 +45,9 @@ typedef struct gpuaes_layer {
     void (*ks_set_limit)(size_t total_bytes);
     gpuaes_ks_window *(*ks_window_new)(size_t cap);
     gpuaes_status (*ks_fill)(gpuaes_ks_window *w, const gpuaes_key *key, const unsigned char ctr[16],
-                             size_t nbytes, int ctr32, char error[160]);
-    int (*ks_ready)(gpuaes_ks_window *w, char error[160]);
-    int (*ks_pin)(gpuaes_ks_window *w, const unsigned char **data, char error[160]);
+                             size_t nbytes, int ctr32, char error[GPUAES_ERROR_SIZE]);
+    int (*ks_ready)(gpuaes_ks_window *w, char error[GPUAES_ERROR_SIZE]);
+    int (*ks_pin)(gpuaes_ks_window *w, const unsigned char **data, char error[GPUAES_ERROR_SIZE]);
     void (*ks_unpin)(gpuaes_ks_window *w);
     void (*ks_window_free)(gpuaes_ks_window *w);
     void (*ks_stats)(unsigned long long *launches, unsigned long long *jobs);

@@ -146,7 +146,7 @@ static void ks_fail(block_ctx *c, const char *what, const char *error)
 static void ks_topup(block_ctx *c)
 {
     ks_state *k = c->ks;
-    char err[160] = "";
+    char err[GPUAES_ERROR_SIZE] = "";
 
     while (k != NULL && k->count < k->ahead) {
         ks_win *x = &k->win[(k->head + k->count) % KS_NWIN];
@@ -301,7 +301,7 @@ int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
 {
     ks_state *k = c->ks;
     size_t done = 0;
-    char err[160] = "";
+    char err[GPUAES_ERROR_SIZE] = "";
 
     if (outsize < inl) {
         GPUAES_RAISE(c->prov, PROV_R_OUTPUT_BUFFER_TOO_SMALL);

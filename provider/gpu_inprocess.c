@@ -235,14 +235,14 @@ static gpuaes_ks_window *ip_window_new(size_t cap)
 
 /* The calls on a window: it came from the loaded layer. */
 static gpuaes_status ip_fill(gpuaes_ks_window *w, const gpuaes_key *key, const unsigned char ctr[16],
-                             size_t nbytes, int ctr32, char error[160])
+                             size_t nbytes, int ctr32, char error[GPUAES_ERROR_SIZE])
 {
     return loaded()->ks_fill(w, key, ctr, nbytes, ctr32, error);
 }
 
-static int ip_ready(gpuaes_ks_window *w, char error[160]) { return loaded()->ks_ready(w, error); }
+static int ip_ready(gpuaes_ks_window *w, char error[GPUAES_ERROR_SIZE]) { return loaded()->ks_ready(w, error); }
 
-static int ip_pin(gpuaes_ks_window *w, const unsigned char **data, char error[160])
+static int ip_pin(gpuaes_ks_window *w, const unsigned char **data, char error[GPUAES_ERROR_SIZE])
 {
     return loaded()->ks_pin(w, data, error);
 }

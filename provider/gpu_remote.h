@@ -31,9 +31,9 @@ void remote_deadline(struct timespec *until, unsigned ms);
 /* remote_keystream.c: the keystream windows' calls of the backend's table (gpu_backend.h) */
 gpuaes_ks_window *remote_ks_window_new(size_t cap);
 gpuaes_status remote_ks_fill(gpuaes_ks_window *w, const gpuaes_key *key, const unsigned char ctr[16],
-                             size_t nbytes, int ctr32, char error[160]);
-int remote_ks_ready(gpuaes_ks_window *w, char error[160]);
-int remote_ks_pin(gpuaes_ks_window *w, const unsigned char **data, char error[160]);
+                             size_t nbytes, int ctr32, char error[GPUAES_ERROR_SIZE]);
+int remote_ks_ready(gpuaes_ks_window *w, char error[GPUAES_ERROR_SIZE]);
+int remote_ks_pin(gpuaes_ks_window *w, const unsigned char **data, char error[GPUAES_ERROR_SIZE]);
 void remote_ks_unpin(gpuaes_ks_window *w);
 void remote_ks_window_free(gpuaes_ks_window *w);
 void remote_ks_windows(size_t *windows, size_t *pooled);

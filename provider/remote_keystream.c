@@ -375,7 +375,7 @@ gpuaes_ks_window *remote_ks_window_new(size_t cap)
 }
 
 gpuaes_status remote_ks_fill(gpuaes_ks_window *win, const gpuaes_key *key, const unsigned char ctr[16],
-                             size_t nbytes, int ctr32, char error[160])
+                             size_t nbytes, int ctr32, char error[GPUAES_ERROR_SIZE])
 {
     rwin *w = (rwin *)win;
     const remote_key *k = (const remote_key *)key;
@@ -384,14 +384,14 @@ gpuaes_status remote_ks_fill(gpuaes_ks_window *win, const gpuaes_key *key, const
 
     if (w == NULL || k == NULL || nbytes == 0 || nbytes % 16 != 0 || nbytes > w->kc->slot_size
         || (st = atomic_load(&w->state)) == W_QUEUED || st == W_INFLIGHT) {
-        snprintf(error, 160, "keystream fill: bad window, key or length");
+        snprintf(error, GPUAES_ERROR_SIZE, "keystream fill: bad window, key or length");
         return GPUAES_FAILED;
     }
     pthread_mutex_lock(&K.mu);
     kc = w->kc;
     if (kc->dead) {
         pthread_mutex_unlock(&K.mu);
-        snprintf(error, 160, "keystream fill: the connection to gpuaesd was lost");
+        snprintf(error, GPUAES_ERROR_SIZE, "keystream fill: the connection to gpuaesd was lost");
         return GPUAES_FAILED;
     }
     memset(&w->req, 0, sizeof(w->req));
@@ -411,7 +411,7 @@ gpuaes_status remote_ks_fill(gpuaes_ks_window *win, const gpuaes_key *key, const
     return GPUAES_OK;
 }
 
-int remote_ks_ready(gpuaes_ks_window *win, char error[160])
+int remote_ks_ready(gpuaes_ks_window *win, char error[GPUAES_ERROR_SIZE])
 {
     rwin *w = (rwin *)win;
     int st = atomic_load_explicit(&w->state, memory_order_acquire);
@@ -419,7 +419,8 @@ int remote_ks_ready(gpuaes_ks_window *win, char error[160])
     /* A dead connection's slots may be rewritten: by a hung service, or,
      * in a forked child, by the parent's next fills (the mapping is shared). */
     if (atomic_load_explicit(&w->kc->dead, memory_order_acquire)) {
-        snprintf(error, 160, "%s", st == W_FAILED ? w->why : "the keystream connection to gpuaesd was lost");
+        snprintf(error, GPUAES_ERROR_SIZE, "%s",
+                 st == W_FAILED ? w->why : "the keystream connection to gpuaesd was lost");
         return -1;
     }
     if (st == W_QUEUED || st == W_INFLIGHT) {
@@ -429,7 +430,8 @@ int remote_ks_ready(gpuaes_ks_window *win, char error[160])
         st = atomic_load_explicit(&w->state, memory_order_acquire);
     }
     if (st == W_FAILED || atomic_load(&w->kc->dead)) {
-        snprintf(error, 160, "%s", st == W_FAILED ? w->why : "the keystream connection to gpuaesd was lost");
+        snprintf(error, GPUAES_ERROR_SIZE, "%s",
+                 st == W_FAILED ? w->why : "the keystream connection to gpuaesd was lost");
         return -1;
     }
     return st == W_READY || st == W_IDLE;
@@ -437,7 +439,7 @@ int remote_ks_ready(gpuaes_ks_window *win, char error[160])
 
 /* The data of a ready window stays mapped while the window exists
  * (close_conn waits for its last window): pinning needs no more. */
-int remote_ks_pin(gpuaes_ks_window *win, const unsigned char **data, char error[160])
+int remote_ks_pin(gpuaes_ks_window *win, const unsigned char **data, char error[GPUAES_ERROR_SIZE])
 {
     rwin *w = (rwin *)win;
     int r = remote_ks_ready(win, error);

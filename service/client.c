@@ -25,6 +25,7 @@
 #include "gpuaesd_client.h"
 #include "fdpass.h"
 #include "gpuaesd_load.h"
+#include "mono_clock.h"
 #include "ring.h"
 #include "sockdir.h"
 
@@ -51,14 +52,6 @@ struct gpuaesd_conn {
     unsigned npending;
     posted pending[GPUAESD_INFLIGHT_MAX];
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 /* gpuaesd_client_abort: while set, every wait here gives up within 10 ms. */
 static atomic_int g_abort;
@@ -105,7 +98,7 @@ static int dial_until(const char *dir, int64_t deadline)
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
             return fd;
         close(fd);
-        if ((errno != EAGAIN && errno != EINTR) || now_ms() >= deadline || aborted())
+        if ((errno != EAGAIN && errno != EINTR) || mono_ms() >= deadline || aborted())
             return -1;
         nap_ms(1);
     }
@@ -115,7 +108,7 @@ static int dial_until(const char *dir, int64_t deadline)
 static int wait_fd(int fd, short ev, int64_t deadline)
 {
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - mono_ms();
         struct pollfd p = { fd, ev, 0 };
         int r;
 
@@ -191,7 +184,7 @@ int gpuaesd_dial(const char *socket_dir, int timeout_ms)
 
     if (resolve_dir(socket_dir, dir, sizeof(dir)) != 0 || gpuaesd_dir_check(dir, 0, err, sizeof(err)) != 0)
         return -1;
-    return dial_until(dir, now_ms() + timeout_ms);
+    return dial_until(dir, mono_ms() + timeout_ms);
 }
 
 int gpuaesd_listening(const char *socket_dir)
@@ -267,7 +260,7 @@ static int start_service(const char *path, const char *dir, int64_t deadline)
             return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
         if (w < 0 && errno != EINTR)
             return errno == ECHILD ? 0 : -1;
-        if (now_ms() >= deadline || aborted())
+        if (mono_ms() >= deadline || aborted())
             return -1;             /* given up: that process, if it ends later, is reaped at our exit */
         nap_ms(1);
     }
@@ -385,7 +378,7 @@ static int dial_or_start(const char *dir, const char *service, int64_t deadline)
     if (fd < 0 && service != NULL && start_service(service, dir, deadline) == 0) {
         /* Ours listens now; but if another starter's service won the lock,
          * it may bind a moment after ours gave way. */
-        while ((fd = dial_until(dir, deadline)) < 0 && now_ms() < deadline && !aborted())
+        while ((fd = dial_until(dir, deadline)) < 0 && mono_ms() < deadline && !aborted())
             nap_ms(5);
     }
     return fd;
@@ -394,7 +387,7 @@ static int dial_or_start(const char *dir, const char *service, int64_t deadline)
 gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_t seg_size,
                               int timeout_ms, char *err, size_t errn)
 {
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = mono_ms() + timeout_ms;
     char dir[108];
     gpuaesd_conn *c = calloc(1, sizeof(*c));
     gpuaesd_hello h = { 0 };
@@ -429,7 +422,7 @@ gpuaesd_conn *gpuaesd_connect(const char *socket_dir, const char *service, size_
             return NULL;
         }
         rc = say_hello(c, &h, -1, &r, fds, deadline);
-        if (rc != HELLO_HUNG_UP || now_ms() >= deadline || aborted())
+        if (rc != HELLO_HUNG_UP || mono_ms() >= deadline || aborted())
             break;
         close(c->fd);
         nap_ms(5);
@@ -521,7 +514,7 @@ int gpuaesd_post(gpuaesd_conn *c, gpuaesd_job_req *req, int timeout_ms)
         c->ring->sq[c->sq_tail % GPUAESD_RING_SLOTS] = *req;
         ring_store(&c->ring->sq_tail, ++c->sq_tail);
         ring_kick(&c->ring->svc_sleeping, c->svc_efd);
-    } else if (send_until(c->fd, req, sizeof(*req), -1, now_ms() + timeout_ms) != 0) {
+    } else if (send_until(c->fd, req, sizeof(*req), -1, mono_ms() + timeout_ms) != 0) {
         c->dead = 1;
         return -1;
     }
@@ -580,8 +573,8 @@ int gpuaesd_poll_reply(gpuaesd_conn *c, gpuaesd_job_reply *rep)
 
         /* Nothing yet: at most once a millisecond, whether the service is
          * gone (its socket's end), as a poll on the socket would tell. */
-        if (rc == 0 && now_ms() != c->end_checked_ms) {
-            c->end_checked_ms = now_ms();
+        if (rc == 0 && mono_ms() != c->end_checked_ms) {
+            c->end_checked_ms = mono_ms();
             r = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
             if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
                 c->dead = 1;
@@ -609,7 +602,7 @@ static int ring_wait(gpuaesd_conn *c, gpuaesd_job_reply *rep, int64_t deadline)
 {
     for (;;) {
         int rc = ring_reply(c, rep), slept;
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - mono_ms();
 
         if (rc != 0)
             return rc > 0 ? 0 : -1;
@@ -632,8 +625,8 @@ int gpuaesd_wait_any(gpuaesd_conn *c, gpuaesd_job_reply *rep, int timeout_ms)
     if (c == NULL || c->dead || c->npending == 0)
         return -1;
     if (c->ring != NULL)
-        return ring_wait(c, rep, now_ms() + timeout_ms);
-    if ((n = recv_until(c->fd, rep, sizeof(*rep), now_ms() + timeout_ms)) < 0) {
+        return ring_wait(c, rep, mono_ms() + timeout_ms);
+    if ((n = recv_until(c->fd, rep, sizeof(*rep), mono_ms() + timeout_ms)) < 0) {
         c->dead = 1;
         return -1;
     }
@@ -642,12 +635,12 @@ int gpuaesd_wait_any(gpuaesd_conn *c, gpuaesd_job_reply *rep, int timeout_ms)
 
 int gpuaesd_submit(gpuaesd_conn *c, gpuaesd_job_req *req, gpuaesd_job_reply *rep, int timeout_ms)
 {
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = mono_ms() + timeout_ms;
 
     if (c == NULL || c->dead || c->npending != 0)
         return -1;
     if (gpuaesd_post(c, req, timeout_ms) != 0
-        || gpuaesd_wait_any(c, rep, (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0)) != 0) {
+        || gpuaesd_wait_any(c, rep, (int)(deadline - mono_ms() > 0 ? deadline - mono_ms() : 0)) != 0) {
         c->dead = 1;
         return -1;
     }
@@ -674,7 +667,7 @@ void gpuaesd_close(gpuaesd_conn *c)
 /* One question without a hello (STATUS, DEVICES) and its reply's length, or -1. */
 static ssize_t ask(const char *socket_dir, enum gpuaesd_type type, void *reply, size_t n, int timeout_ms)
 {
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = mono_ms() + timeout_ms;
     int fd = gpuaesd_dial(socket_dir, timeout_ms);
     gpuaesd_hdr h;
     ssize_t got = -1;

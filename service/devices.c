@@ -35,6 +35,7 @@
 #include "fdpass.h"
 #include "gpuaes_gpu.h"
 #include "gpuaesd_load.h"
+#include "mono_clock.h"
 #include "service.h"
 
 extern char **environ;
@@ -72,14 +73,6 @@ static int listed[GPUAESD_DEVICES_MAX], nlisted;   /* 0: every device the layer 
 static worker workers[GPUAESD_DEVICES_MAX - 1];
 static _Atomic int nworkers;           /* started; fixed once spawned */
 static _Atomic int spawned;
-
-static int64_t mono_ms(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 int gpuaesd_devices_parse(const char *s)
 {

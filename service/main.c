@@ -35,6 +35,7 @@
 
 #include "gpuaes_gpu.h"
 #include "gpuaesd_client.h"
+#include "mono_clock.h"
 #include "service.h"
 #include "sockdir.h"
 
@@ -361,7 +362,7 @@ int main(int argc, char **argv)
         if (gpuaesd_devices_last_activity_ms() > last)
             last = gpuaesd_devices_last_activity_ms();
         if (idle_s > 0 && gpuaesd_clients() + gpuaesd_devices_clients() == 0
-            && gpuaesd_now_ms() - last >= (uint64_t)idle_s * 1000) {
+            && mono_ms() - last >= (uint64_t)idle_s * 1000) {
             gpuaesd_log("idle for %ld s: exiting", idle_s);
             break;
         }

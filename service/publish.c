@@ -13,6 +13,7 @@
 
 #include "gpuaes_gpu.h"
 #include "gpuaesd_load.h"
+#include "mono_clock.h"
 #include "service.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -20,21 +21,13 @@ static gpuaesd_load_table *table;      /* NULL: nothing published */
 static int ro_fd = -1;
 static gpuaesd_load cur;               /* what the page says, under mu */
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
-
 /* Under mu. */
 static void publish_locked(void)
 {
     if (table == NULL)
         return;
     cur.gpu_up = (uint32_t)gpuaesd_gpu_up();
-    cur.stamp_ns = now_ns();
+    cur.stamp_ns = mono_ns();
     gpuaesd_load_write(table, &cur);
 }
 
@@ -97,7 +90,7 @@ void gpuaesd_publish_end(uint32_t op, uint64_t len, int whole, uint64_t ns, unsi
         if (r > GPUAESD_LOAD_RATE_MAX)
             r = GPUAESD_LOAD_RATE_MAX;
         cur.rate[op] = cur.rate[op] == 0 ? r : cur.rate[op] - cur.rate[op] / 8 + r / 8;
-        cur.rate_ns[op] = now_ns();
+        cur.rate_ns[op] = mono_ns();
     }
     cur.jobs_running--;
     cur.clients_busy -= idle ? 1 : 0;

@@ -34,6 +34,7 @@
 #include "gpuaes_gpu.h"
 #include "fdpass.h"
 #include "ring.h"
+#include "mono_clock.h"
 #include "service.h"
 
 #define MAX_CLIENTS 256
@@ -49,22 +50,6 @@ static atomic_ullong n_total, n_refused, n_jobs, n_jobs_gpu, n_bytes_gpu, n_malf
 static atomic_ullong n_segs_registered, n_register_failed, n_jobs_direct, n_bytes_direct, n_segs_given,
     n_jobs_ring;
 static _Atomic uint64_t last_activity, started_ms;
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
-
-uint64_t gpuaesd_now_ms(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
 
 void gpuaesd_wipe(void *p, size_t n)
 {
@@ -110,7 +95,7 @@ void gpuaesd_status_self(gpuaesd_status_reply *st)
     st->jobs_gpu = atomic_load(&n_jobs_gpu);
     st->bytes_gpu = atomic_load(&n_bytes_gpu);
     st->malformed = atomic_load(&n_malformed);
-    st->uptime_ms = gpuaesd_now_ms() - atomic_load(&started_ms);
+    st->uptime_ms = mono_ms() - atomic_load(&started_ms);
     st->segments_registered = atomic_load(&n_segs_registered);
     st->register_failed = atomic_load(&n_register_failed);
     st->jobs_direct = atomic_load(&n_jobs_direct);
@@ -347,7 +332,7 @@ static uint32_t take_spare(client *c, uint64_t seg_size, int *sfd)
 static void *register_main(void *arg)
 {
     client *c = arg;
-    char err[160];
+    char err[GPUAES_ERROR_SIZE];
     int rc = -1;
 
     if (gpuaes_gpu_wait())
@@ -390,7 +375,7 @@ static void segment_register(client *c)
  * registration first ends: at most the GPU's start-up). */
 static void segment_unregister(client *c)
 {
-    char err[160];
+    char err[GPUAES_ERROR_SIZE];
 
     if (c->dma_joinable)
         pthread_join(c->dma_thread, NULL);
@@ -530,20 +515,20 @@ static void run_next_locked(client *c)
     c->qn--;
     pthread_mutex_unlock(&c->mu);
     running = gpuaesd_publish_start();
-    t0 = now_ns();
+    t0 = mono_ns();
     gpuaesd_hdr_init(&rep.hdr, GPUAESD_JOB_REPLY, sizeof(rep));
     rep.id = r.id;
     run_job(c, &r, &rep);
     if (job_log)                       /* op, length, status: no secret */
         fprintf(stderr, "gpuaesd job: client %d op %u len %llu status %u: queued %.1f us, ran %.1f us "
                 "(%u running)\n", (int)c->pid, (unsigned)r.op, (unsigned long long)r.len, (unsigned)rep.status,
-                (double)(t0 - queued) / 1e3, (double)(now_ns() - t0) / 1e3, running);
+                (double)(t0 - queued) / 1e3, (double)(mono_ns() - t0) / 1e3, running);
     pthread_mutex_lock(&c->mu);        /* counted out before the reply, so its client sees it */
-    gpuaesd_publish_end(r.op, r.len, rep.status == GPUAESD_OK, now_ns() - t0, running, --c->published == 0);
+    gpuaesd_publish_end(r.op, r.len, rep.status == GPUAESD_OK, mono_ns() - t0, running, --c->published == 0);
     pthread_mutex_unlock(&c->mu);
     gpuaesd_wipe(&r, sizeof(r));
     atomic_fetch_add(&n_jobs, 1);
-    atomic_store(&last_activity, gpuaesd_now_ms());
+    atomic_store(&last_activity, mono_ms());
     if (reply_job(c, &rep) != 0)
         shutdown(c->fd, SHUT_RDWR);    /* the reader sees the end and drops the client */
     gpuaesd_wipe(&rep, sizeof(rep));
@@ -590,7 +575,7 @@ static void queue_job(client *c, const unsigned char *m)
     pthread_mutex_lock(&c->mu);
     r = &c->q[(c->qhead + c->qn) % GPUAESD_INFLIGHT_MAX];
     memcpy(r, m, sizeof(*r));
-    c->q_ns[(c->qhead + c->qn) % GPUAESD_INFLIGHT_MAX] = job_log ? now_ns() : 0;
+    c->q_ns[(c->qhead + c->qn) % GPUAESD_INFLIGHT_MAX] = job_log ? mono_ns() : 0;
     gpuaesd_publish_job(1, 0, c->published++ == 0, (int64_t)r->len);
     c->qn++;
     c->pending++;
@@ -686,7 +671,7 @@ static int handle(client *c, const unsigned char *m, size_t n, int *mfd)
         rep.status = GPUAESD_EINVAL;
         atomic_fetch_add(&n_malformed, 1);
         atomic_fetch_add(&n_jobs, 1);
-        atomic_store(&last_activity, gpuaesd_now_ms());
+        atomic_store(&last_activity, mono_ms());
         rc = reply_job(c, &rep) == 0 ? 0 : 1;
         return rc;
     }
@@ -756,7 +741,7 @@ static void *client_main(void *arg)
         pthread_cond_broadcast(&table_empty);
     pthread_mutex_unlock(&table_lock);
     gpuaesd_publish_clients(-1);
-    atomic_store(&last_activity, gpuaesd_now_ms());
+    atomic_store(&last_activity, mono_ms());
     gpuaesd_wipe(c, sizeof(*c));
     free(c);
     return NULL;
@@ -779,8 +764,8 @@ unsigned gpuaesd_serve_init(unsigned jobs_per_client)
         gpu_jobs_max = (unsigned)strtoul(getenv("GPUAESD_GPU_JOBS"), NULL, 10);
     if (dma_off)
         gpuaesd_log("GPUAESD_DMA=0: client segments are not registered for DMA");
-    atomic_store(&started_ms, gpuaesd_now_ms());
-    atomic_store(&last_activity, gpuaesd_now_ms());
+    atomic_store(&started_ms, mono_ms());
+    atomic_store(&last_activity, mono_ms());
     n = max_inflight;
     pthread_mutex_unlock(&table_lock);
     gpuaesd_publish_init();

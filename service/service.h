@@ -27,7 +27,6 @@ int gpuaesd_serve(int fd, pid_t pid);
  * activity (a job, a disconnect). */
 unsigned gpuaesd_clients(void);
 uint64_t gpuaesd_last_activity_ms(void);
-uint64_t gpuaesd_now_ms(void);
 
 /* A connection of another uid was refused. */
 void gpuaesd_count_refused(void);

@@ -43,7 +43,7 @@ static int no_dma;
 /* A spare of SPARE_SIZE: 0, or -1 (nothing left behind). */
 static int spare_make(spare *s)
 {
-    char err[160];
+    char err[GPUAES_ERROR_SIZE];
     int rc;
 
     s->fd = memfd_create("gpuaesd-segment", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -81,7 +81,7 @@ static int spare_make(spare *s)
 
 static void spare_drop(spare *s)
 {
-    char err[160];
+    char err[GPUAES_ERROR_SIZE];
 
     if (s->registered && gpuaes_gpu_host_unregister(s->map, err) != 0)
         gpuaesd_log("unregistering a spare segment: %s", err);

@@ -13,6 +13,7 @@
  * and the client runs it on the CPU without waiting.  GPUAESD_WARM=0 turns
  * the warm-up off (A/B measurements; tests that count the layer's jobs).
  */
+#define _GNU_SOURCE              /* clock_gettime (mono_clock.h) */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 #include "gpuaes_gpu.h"
 #include "gpuaesd_proto.h"
+#include "mono_clock.h"
 #include "service.h"
 
 #define WARM_BYTES ((size_t)1 << 20)   /* past the first-chunk size: the pipeline's whole path */
@@ -67,7 +69,7 @@ static void *warm_main(void *arg)
     pthread_t t[WARM_THREADS_MAX];
     int ok[WARM_THREADS_MAX];
     unsigned n = 0, good = 0;
-    uint64_t t0 = gpuaesd_now_ms();
+    uint64_t t0 = mono_ms();
 
     (void)arg;
     if (!gpuaes_gpu_wait()) {
@@ -85,7 +87,7 @@ static void *warm_main(void *arg)
     /* A warm-up job that failed costs only its speed: the GPU serves anyway
      * (the layer reports a broken GPU itself, and jobs then fall back). */
     gpuaesd_log("GPU warm in %llu ms (%u of %u warm-up threads ran every op)",
-                (unsigned long long)(gpuaesd_now_ms() - t0), good, n);
+                (unsigned long long)(mono_ms() - t0), good, n);
     atomic_store(&warm_state, gpuaes_gpu_available() ? GPUAESD_GPU_READY : GPUAESD_GPU_NONE);
     gpuaesd_publish_clients(0);        /* publishes gpu_up */
     if (gpuaes_gpu_available())
