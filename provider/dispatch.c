@@ -65,8 +65,8 @@
  * count, either way: once its estimate is EXPLORE_MIN_NS old and either
  * older than the kind's explore gap or sampled under a load (threads making
  * large calls) at least twice or half today's (and twice as old as the last
- * explore call took); and, the load unchanged, EXPLORE_COST times as old as
- * the loser's estimate of the call takes.  One thread explores at a time (a CAS on the estimate's
+ * explore call took); and, for a loser FAR behind with the load unchanged,
+ * EXPLORE_COST times as old as the loser's estimate of the call.  One thread explores at a time (a CAS on the estimate's
  * time).  An explore sample FAR off its estimate replaces it (a fresh look
  * at a stale estimate); one that agrees doubles the gap (EXPLORE_MIN_NS ..
  * EXPLORE_MAX_NS, and at least EXPLORE_COST times the explore call's own
@@ -314,17 +314,20 @@ static uint64_t per_byte(uint64_t ns, size_t len)
  * len bytes?  Claims it (its time set to now) so that other threads do not
  * look too.
  */
-static int explore_due(offload_kind kind, estimate *e, uint64_t now, unsigned active, size_t len)
+static int explore_due(offload_kind kind, estimate *e, uint64_t now, unsigned active, uint64_t cost)
 {
-    uint64_t at = load_u64(&e->at), cost = (load_u64(&e->ns) * (uint64_t)len) >> FIX;
+    uint64_t at = load_u64(&e->at);
     int changed = load_changed(atomic_load_explicit(&e->load, memory_order_relaxed), active);
 
     if (at >= now || now - at < EXPLORE_MIN_NS)
         return 0;
-    /* The first look too costs at most 1/EXPLORE_COST of the time, by the
-     * loser's own estimate of this call, unless the load changed: a fresh
-     * process on the H200 sent its 8th 64 MiB CTR call to the CPU 20 ms in
-     * (16 ms instead of 2.5; bench/results/2026-11-27-h200/s31-b). */
+    /* A loser FAR behind: the first look too costs at most 1/EXPLORE_COST
+     * of the time (cost: its estimate of this call), unless the load
+     * changed.  A fresh process on the H200 sent its 8th 64 MiB CTR call to
+     * the CPU 20 ms in (16 ms instead of 2.5; bench/results/2026-11-27-h200/
+     * s31-b).  A loser close behind is looked at as before: bounding it too
+     * held 4 fresh processes' CTR on the CPU (H100 machine, 0.78-0.93x
+     * against 1.29-1.44x: s31-h, s31-i). */
     if (!changed && now - at < EXPLORE_COST * cost)
         return 0;
     /* A load that keeps changing costs at most a third of the time. */
@@ -384,12 +387,15 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
          * (measured on other processes' jobs) decides while ours is not warm. */
         go = shared_gpu != 0 ? shared_gpu * (uint64_t)(1 + busy) < cpu : busy == 0;
     } else {
-        go = gpu * (uint64_t)(1 + busy) < cpu;
+        uint64_t g = gpu * (uint64_t)(1 + busy), cost;
+
+        go = g < cpu;
+        cost = far_off(g, cpu) ? ((go ? cpu : g) * (uint64_t)len) >> FIX : 0;   /* the loser's call, if FAR */
         /* Look again at the loser: it may have become faster.  Not at the
          * CPU for GCM: a message's first data would put the whole message on
          * the default provider (its CPU calls are sampled anyway whenever the
          * GPU loses). */
-        if ((!go || kind != OFFLOAD_GCM) && explore_due(kind, go ? ce : ge, now, active, len)) {
+        if ((!go || kind != OFFLOAD_GCM) && explore_due(kind, go ? ce : ge, now, active, cost)) {
             go = !go;
             exploring = (int)kind * 2 + go;
         }

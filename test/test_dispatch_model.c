@@ -12,10 +12,14 @@
  *            are on the faster path within max(0.1 s, 3 calls) of the
  *            phase's end and stay there (explores aside: <= 5 % of the time)
  *   slowgpu fastgpu  one thread, steady: looking again costs <= 5 %
- *   fresh    a fresh process's lone thread, GPU 7x faster (1 GiB in 64 MiB
- *            calls, ~0.25 s): after its first call (the CPU measured) none
+ *   fresh    a fresh process's lone thread, GPU 7x faster (~2 GiB in 64 MiB
+ *            calls, 0.1 s): after its first call (the CPU measured) none
  *            goes to the CPU; a first look at the CPU 20 ms in cost a fresh
  *            process on the H200 13 ms of its ~70
+ *   closegpu a lone thread, the GPU 1.5x slower than the CPU, then 2x faster
+ *            (the same load): back on the GPU within max(0.1 s, 3 calls); a
+ *            loser close behind is looked at every 20 ms or more, as a FAR one
+ *            is not (bounding both held 4 processes' CTR on the CPU)
  *   load8 cores16    contention: the GPU takes no more jobs than pay, and
  *            none while more than half the cores' threads make large calls
  *   fastgcm  fastgpu with GCM: a message keeps the engine its first data
@@ -331,8 +335,11 @@ int main(int argc, char **argv)
     } else if (strcmp(s, "fastgpu") == 0) {
         ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0 };
         ph[n++] = (phase){ 10, 1, 0.25, 0.025, 0, 0 };
+    } else if (strcmp(s, "closegpu") == 0) {
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.375, 0, 0 };
+        ph[n++] = (phase){ 2, 1, 0.25, 0.125, 0, 0 };
     } else if (strcmp(s, "fresh") == 0) {      /* CTR: CPU 4 GB/s (cold buffers), GPU alone 27 */
-        ph[n++] = (phase){ 0.25, 1, 0.25, 0.037, 0, 0 };
+        ph[n++] = (phase){ 0.1, 1, 0.25, 0.037, 0, 0 };
     } else if (strcmp(s, "load8") == 0) {      /* the GPU 4x faster alone */
         ph[n++] = (phase){ 0.5, 1, 0.25, 0.0625, 0, 0 };
         ph[n++] = (phase){ 3, 8, 0.25, 0.0625, 0, 0 };
@@ -362,7 +369,7 @@ int main(int argc, char **argv)
         ph[n++] = (phase){ 2, 1, 0.25, 0.025, 15, 0 };
         ph[n++] = (phase){ 3, 1, 0.25, 0.025, 0, 0 };
     } else {
-        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|fresh|load8|cores16|fastgcm|burst16|others16|othersend|procs16|procs4|cores N\n",
+        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|closegpu|fresh|load8|cores16|fastgcm|burst16|others16|othersend|procs16|procs4|cores N\n",
                 argv[0]);
         return 2;
     }
