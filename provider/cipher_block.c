@@ -492,9 +492,8 @@ static int update_plain(block_ctx *c, unsigned char *out, size_t *outl, size_t o
 {
     if (inl < c->gpu_min || !offload_gpu_up(c->prov, inl))
         return block_fb_update(c, out, outl, outsize, in, inl);
-    if (dispatch_cpu_claim(kind_of(c), c->var->keylen))
-        offload_measure_cpu(c->prov, c->fb, kind_of(c), c->var->keylen,
-                             c->var->mode == MODE_ECB ? 0 : BLOCK, c->enc);
+    offload_measure_cpu(c->prov, c->fb, kind_of(c), c->var->keylen, c->var->mode == MODE_ECB ? 0 : BLOCK,
+                        c->enc);
     if (!dispatch_to_gpu(c->prov, kind_of(c), c->var->keylen, inl))
         return fb_update_timed(c, out, outl, outsize, in, inl);
     if (buffers_blocks(c))

@@ -461,7 +461,7 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
         asked = 1;
         break;
     case MSG_UNDECIDED:
-        if (inl >= c->prov->offload_min[OFFLOAD_GCM] && dispatch_cpu_claim(OFFLOAD_GCM, c->var->keylen))
+        if (inl >= c->prov->offload_min[OFFLOAD_GCM])
             offload_measure_cpu(c->prov, c->fb, OFFLOAD_GCM, c->var->keylen, 12, 1);
         /* fall through */
         /* (Its AAD: gcm_update, update_undecided; an empty one without

@@ -65,8 +65,8 @@
  * count, either way: once its estimate is EXPLORE_MIN_NS old and either
  * older than the kind's explore gap or sampled under a load (threads making
  * large calls) at least twice or half today's (and twice as old as the last
- * explore call took); and, for a loser FAR behind with the load unchanged,
- * EXPLORE_COST times as old as the loser's estimate of the call.  One thread explores at a time (a CAS on the estimate's
+ * explore call took); for a loser FAR behind the gap is at least
+ * EXPLORE_COST times its estimate of the call from the first look on.  One thread explores at a time (a CAS on the estimate's
  * time).  An explore sample FAR off its estimate replaces it (a fresh look
  * at a stale estimate); one that agrees doubles the gap (EXPLORE_MIN_NS ..
  * EXPLORE_MAX_NS, and at least EXPLORE_COST times the explore call's own
@@ -310,28 +310,28 @@ static uint64_t per_byte(uint64_t ns, size_t len)
 }
 
 /*
- * Is e, the estimate of the path about to lose, due a new look at a call of
- * len bytes?  Claims it (its time set to now) so that other threads do not
- * look too.
+ * Is e, the estimate of the path about to lose, due a new look?  Claims it
+ * (its time set to now) so that other threads do not look too.  cost: the
+ * loser's estimate of this call when it is FAR behind, else 0.
  */
 static int explore_due(offload_kind kind, estimate *e, uint64_t now, unsigned active, uint64_t cost)
 {
-    uint64_t at = load_u64(&e->at);
-    int changed = load_changed(atomic_load_explicit(&e->load, memory_order_relaxed), active);
+    uint64_t at = load_u64(&e->at), gap = load_u64(&explore_gap[kind]);
 
     if (at >= now || now - at < EXPLORE_MIN_NS)
         return 0;
-    /* A loser FAR behind: the first look too costs at most 1/EXPLORE_COST
-     * of the time (cost: its estimate of this call), unless the load
-     * changed.  A fresh process on the H200 sent its 8th 64 MiB CTR call to
-     * the CPU 20 ms in (16 ms instead of 2.5; bench/results/2026-11-27-h200/
-     * s31-b).  A loser close behind is looked at as before: bounding it too
-     * held 4 fresh processes' CTR on the CPU (H100 machine, 0.78-0.93x
-     * against 1.29-1.44x: s31-h, s31-i). */
-    if (!changed && now - at < EXPLORE_COST * cost)
-        return 0;
+    /* A loser FAR behind: the gap holds from the first look on, by its own
+     * estimate of the call.  A fresh process on the H200 sent its 8th 64 MiB
+     * CTR call to the CPU 20 ms in (16 ms instead of 2.5;
+     * bench/results/2026-11-27-h200/s31-b).  A loser close behind keeps the
+     * gap the explore calls set: bounding it too held 4 fresh processes' CTR
+     * on the CPU (H100 machine, 0.78-0.93x against 1.29-1.44x: s31-h, s31-i). */
+    if (gap < EXPLORE_COST * cost)
+        gap = EXPLORE_COST * cost;
     /* A load that keeps changing costs at most a third of the time. */
-    if (now - at < load_u64(&explore_gap[kind]) && (now - at < 2 * load_u64(&explore_ns[kind]) || !changed))
+    if (now - at < gap
+        && (now - at < 2 * load_u64(&explore_ns[kind])
+            || !load_changed(atomic_load_explicit(&e->load, memory_order_relaxed), active)))
         return 0;
     return atomic_compare_exchange_strong_explicit(&e->at, &at, now, memory_order_relaxed,
                                                    memory_order_relaxed);

@@ -57,8 +57,9 @@ int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t keylen, si
 }
 
 /*
- * The dispatcher's first CPU estimate of a kind and key size
- * (dispatch_cpu_claim), measured aside.  "An unknown CPU rate goes to the
+ * The dispatcher's first CPU estimate of a kind and key size, measured aside
+ * by the one caller that claims it (dispatch_cpu_claim; a no-op for all
+ * others and once it is known).  "An unknown CPU rate goes to the
  * CPU" put a fresh process's first large call there whole: on the H200
  * through gpuaesd, a 64 MiB CTR call took 17-22 ms instead of ~3
  * (bench/results/2026-11-27-h200/s31-b), and a GCM message's first data
@@ -72,11 +73,17 @@ void offload_measure_cpu(const gpuaes_prov *prov, const fallback_cipher *fb, off
 {
     static const unsigned char key[32], iv[16];
     size_t n = 4 * DISPATCH_SAMPLE, outl;
-    unsigned char *buf = OPENSSL_zalloc(n);
-    void *fc = fb->newctx(prov->fallback_provctx);
+    unsigned char *buf;
+    void *fc;
     OSSL_FUNC_cipher_encrypt_init_fn *init = enc ? fb->einit : fb->dinit;
     uint64_t t0 = 0;
-    int ok = buf != NULL && fc != NULL && keylen <= sizeof(key) && ivlen <= sizeof(iv);
+    int ok;
+
+    if (!dispatch_cpu_claim(kind, keylen))
+        return;
+    buf = OPENSSL_zalloc(n);
+    fc = fb->newctx(prov->fallback_provctx);
+    ok = buf != NULL && fc != NULL && keylen <= sizeof(key) && ivlen <= sizeof(iv);
 
     for (int i = 0; ok && i < 2; i++) {
         t0 = dispatch_now_ns();

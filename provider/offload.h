@@ -76,9 +76,10 @@ uint64_t dispatch_backoffs(void);
  * now (none yet, none claimed): it times a sample and reports it with
  * dispatch_cpu_done. */
 int dispatch_cpu_claim(offload_kind kind, size_t keylen);
-/* offload.c: that sample, measured aside, so that no caller's large update
- * waits on the CPU to measure it: the fallback runs a scratch buffer in a
- * context of its own (enc, ivlen: as the variant's calls). */
+/* offload.c: that sample, measured aside (claimed here: a no-op once known
+ * or claimed), so that no caller's large update waits on the CPU to measure
+ * it: the fallback runs a scratch buffer in a context of its own (enc,
+ * ivlen: as the variant's calls).  Called before dispatch_to_gpu. */
 void offload_measure_cpu(const gpuaes_prov *prov, const fallback_cipher *fb, offload_kind kind,
                           size_t keylen, size_t ivlen, int enc);
 #ifdef GPUAES_TEST_HOOKS
