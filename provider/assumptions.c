@@ -85,9 +85,7 @@ int assume_verify_at_load(gpuaes_prov *prov)
     if (a < 0)
         return 1;
     /* A libcrypto that behaves otherwise: only the default provider's answers. */
-    for (int k = 0; k < OFFLOAD_KINDS; k++)
-        prov->offload_min[k] = SIZE_MAX;
-    prov->ks_enabled = 0;
+    prov->gpu_path_off = 1;
     GPUAES_RAISE_DATA(prov, ERR_R_INIT_FAIL,
                       "gpuaes: the default provider breaks %s (%s): GPU path off",
                       checks[a].name, r.why);

@@ -78,80 +78,69 @@ int block_fb_resync(block_ctx *c, const unsigned char iv[BLOCK])
     return num == 0 || fb_set_num(c, num);
 }
 
-/* The caller's share of a GPU job (gpuaes_cpu_share_fn): whole blocks on the
- * fallback, restarted at the piece's chaining block / counter (padding is
- * off for the whole job: ASSUME_INIT_KEEPS_PADDING).  gpu_whole_blocks
- * re-synchronises it afterwards. */
-typedef struct block_share_arg {
+/*
+ * The block family's side of a GPU job (offload_finish): the fallback,
+ * restarted wherever the job hands over, does the pieces the GPU does not:
+ * the caller's share (from the piece's chaining block / counter) and the gap
+ * after a GPU failure.  They are whole blocks mid-stream, so its padding is
+ * off while it does them (ASSUME_PADDING_MIDSTREAM, ASSUME_INIT_KEEPS_PADDING).
+ */
+typedef struct block_job {
     block_ctx *c;
-    int failed;
-} block_share_arg;
+    int pad_off;
+} block_job;
+
+static int fb_blocks(block_job *b, unsigned char *out, const unsigned char *in, size_t n)
+{
+    size_t outl = 0;
+
+    if (!b->pad_off && !fb_set_padding(b->c, 0))
+        return 0;
+    b->pad_off = 1;
+    return b->c->fb->update(b->c->fbctx, out, &outl, n, in, n) && outl == n;
+}
 
 static int block_share(void *arg, const unsigned char *in, unsigned char *out, size_t n,
                        const unsigned char state[BLOCK], unsigned char ghash[BLOCK])
 {
-    block_share_arg *a = arg;
-    size_t outl = 0;
+    block_job *b = arg;
 
     (void)ghash;
-    if (block_fb_resync(a->c, state) && a->c->fb->update(a->c->fbctx, out, &outl, n, in, n) && outl == n)
-        return 1;
-    a->failed = 1;
-    return 0;
+    return block_fb_resync(b->c, state) && fb_blocks(b, out, in, n);
+}
+
+static int block_stopped(void *arg, const gpuaes_job *job)
+{
+    return block_fb_resync(((block_job *)arg)->c, job->iv);
+}
+
+static int block_gap(void *arg, unsigned char *out, const unsigned char *in, size_t n)
+{
+    return fb_blocks(arg, out, in, n);
+}
+
+static int block_resumed(void *arg, const gpuaes_job *job)
+{
+    return block_fb_resync(((block_job *)arg)->c, job->iv_end);
 }
 
 /*
  * Whole blocks in[0..len) -> out on the GPU, starting from chaining block /
- * counter `iv`, the calling thread taking pieces from the end meanwhile
- * (gpu_cpu_share); whatever neither finishes (the gap after a GPU failure),
- * the fallback does, after being re-synchronised to the point where the GPU
- * stopped.  On return the fallback's state is the one after in[len], its
- * padding is c->pad and its buffer is empty.
+ * counter `iv` (offload_job).  On return the fallback's state is the one
+ * after in[len], its padding is c->pad and its buffer is empty.
  */
 static int gpu_whole_blocks(block_ctx *c, unsigned char *out, const unsigned char *in, size_t len,
                             const unsigned char iv[BLOCK])
 {
+    static const offload_finish how = { block_share, block_stopped, block_gap, block_resumed };
     gpuaes_job job = { .op = offload_op(kind_of(c)), .in = in, .out = out, .len = len };
-    block_share_arg share = { c, 0 };
-    size_t done = 0, from = len, outl = 0;
-    int pad_off = 0, ok;
+    block_job b = { c, 0 };
+    int ok;
 
     memcpy(job.iv, iv, BLOCK);
-    if (c->gpukey == NULL)
-        c->gpukey = gpu()->job.key_new(c->key, c->var->keylen);
-    job.key = c->gpukey;
-    if (job.key != NULL) {
-        if (c->prov->cpu_share == CPU_SHARE_ALL
-            || (c->prov->cpu_share == CPU_SHARE_CTR && c->var->mode == MODE_CTR)) {
-            /* Pieces are whole blocks mid-stream (ASSUME_PADDING_MIDSTREAM). */
-            if (!fb_set_padding(c, 0))
-                return 0;
-            pad_off = 1;
-            job.cpu_share = block_share;
-            job.cpu_share_arg = &share;
-        }
-        done = offload_run(c->prov, &job);
-        from = job.cpu_from;
-    }
-    /* A failed piece may have written part of its output (in place: its
-     * input), so the update fails (the default provider's whole-block update
-     * does not fail in practice). */
-    if (share.failed)
-        GPUAES_RAISE_DATA(c->prov, ERR_R_OPERATION_FAIL,
-                          "gpuaes: the CPU share of a GPU job failed");
-    ok = !share.failed && block_fb_resync(c, job.iv);
-    if (ok && done < from) {
-        ok = (pad_off || fb_set_padding(c, 0))
-            && c->fb->update(c->fbctx, out + done, &outl, from - done, in + done, from - done)
-            && outl == from - done;
-        pad_off = 1;
-    }
-    if (ok && from < len)
-        ok = block_fb_resync(c, job.iv_end);
-    if (pad_off)
+    ok = offload_job(c->prov, &job, &c->gpukey, c->key, c->var->keylen, &how, &b);
+    if (b.pad_off)
         ok = fb_set_padding(c, c->pad) && ok;
-    OPENSSL_cleanse(job.iv, BLOCK);
-    OPENSSL_cleanse(job.iv_end, BLOCK);
     return ok;
 }
 

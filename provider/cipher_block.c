@@ -86,10 +86,10 @@ static __attribute__((noinline)) void gpu_min_compute(block_ctx *c, uint64_t inp
 {
     c->gm_inputs = inputs;
     c->gpu_min = gpu_capable(c) && !c->tls && c->key_set && c->held_known
-        ? c->prov->offload_min[kind_of(c)] : SIZE_MAX;
+        ? offload_threshold(c->prov, kind_of(c)) : SIZE_MAX;
     c->track = !buffers_blocks(c) || c->gpu_min == SIZE_MAX ? 0
                : !c->enc && c->pad ? TRACK_LAST : TRACK_WHOLE;
-    c->ramp_start = c->var->mode == MODE_CTR && c->prov->ks_enabled && !c->tls && c->key_set
+    c->ramp_start = c->var->mode == MODE_CTR && c->prov->ks_enabled && !c->prov->gpu_path_off && !c->tls && c->key_set
         && c->ks == NULL ? c->prov->ks_ramp : SIZE_MAX;
     /* set_hot's bound right after: 0 in keystream mode */
     c->hot_start = c->ks != NULL ? 0 : c->ramp_start < c->gpu_min ? c->ramp_start : c->gpu_min;
@@ -490,12 +490,17 @@ static __attribute__((noinline)) int gpu_update_stale(block_ctx *c, unsigned cha
 static int update_plain(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
                         const unsigned char *in, size_t inl)
 {
-    if (inl < c->gpu_min || !offload_gpu_up(c->prov, inl))
+    const offload_call call = { c->fb, kind_of(c), c->var->keylen,
+                                c->var->mode == MODE_ECB ? 0 : BLOCK, c->enc };
+
+    switch (inl < c->gpu_min ? GATE_CPU : offload_gate(c->prov, &call, inl)) {
+    case GATE_CPU:
         return block_fb_update(c, out, outl, outsize, in, inl);
-    offload_measure_cpu(c->prov, c->fb, kind_of(c), c->var->keylen, c->var->mode == MODE_ECB ? 0 : BLOCK,
-                        c->enc);
-    if (!dispatch_to_gpu(c->prov, kind_of(c), c->var->keylen, inl))
+    case GATE_CPU_CHOSEN:
         return fb_update_timed(c, out, outl, outsize, in, inl);
+    case GATE_GPU:
+        break;
+    }
     if (buffers_blocks(c))
         return c->held_stale ? gpu_update_stale(c, out, outl, outsize, in, inl)
                              : block_gpu_update_ecb_cbc(c, out, outl, outsize, in, inl);

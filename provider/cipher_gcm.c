@@ -50,6 +50,7 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
 {
     gcm_ctx *c = OPENSSL_zalloc(sizeof(*c));
     const gpuaes_prov *prov = provctx;
+    const size_t gpu_min = offload_threshold(prov, OFFLOAD_GCM);
 
     if (c == NULL)
         return NULL;
@@ -67,9 +68,8 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
     c->ctr = sibling(prov, var, MODE_CTR);
     c->ivlen = 12;                    /* the default's initial IV length: ASSUME_GCM_IVLEN_VOIDS_IV */
     /* Invariant per provider (settings and assumptions are read at load). */
-    c->iv_msg = prov->offload_min[OFFLOAD_GCM] == SIZE_MAX ? MSG_FALLBACK : MSG_UNDECIDED;
-    c->first_cpu = prov->offload_min[OFFLOAD_GCM] < DISPATCH_SAMPLE ? prov->offload_min[OFFLOAD_GCM]
-                                                                   : DISPATCH_SAMPLE;
+    c->iv_msg = gpu_min == SIZE_MAX ? MSG_FALLBACK : MSG_UNDECIDED;
+    c->first_cpu = gpu_min < DISPATCH_SAMPLE ? gpu_min : DISPATCH_SAMPLE;
     c->first_cpu -= c->first_cpu > 0;     /* as inl - 1 < first_cpu: 1 .. min - 1 */
     gcm_engine_new_message(c);
     c->fbctx = c->fb->newctx(prov->fallback_provctx);
@@ -378,7 +378,7 @@ static int fb_update_timed(gcm_ctx *c, unsigned char *out, size_t *outl, size_t 
 
 static int gpu_possible(const gcm_ctx *c)
 {
-    return !c->tls && c->key_set && c->iv_set;   /* offload_wanted() asks for the GPU */
+    return !c->tls && c->key_set && c->iv_set;   /* gcm_gate() asks for the GPU */
 }
 
 /* An undecided message's lengths, counted in the engine's state from here
@@ -452,7 +452,7 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
          * ran at half the default provider's speed, before gcm_fused.c). */
         if (out == NULL || inl == 0 || c->g.datalen % BLOCK != 0 || outsize < inl
             || !gpu_possible(c) || gpuaes_overlap_partial(in, inl, out, inl)
-            || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl) || !dispatch_gpu_alone())
+            || gcm_gate(c, inl) != GATE_GPU || !dispatch_gpu_alone())
             return fb_update_counted(c, out, outl, outsize, in, inl);
         if (!gcm_engine_adopt(c)) {
             c->msg = MSG_FALLBACK;    /* it finishes there, as before */
@@ -461,17 +461,13 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
         asked = 1;
         break;
     case MSG_UNDECIDED:
-        if (inl >= c->prov->offload_min[OFFLOAD_GCM])
-            offload_measure_cpu(c->prov, c->fb, OFFLOAD_GCM, c->var->keylen, 12, 1);
-        /* fall through */
         /* (Its AAD: gcm_update, update_undecided; an empty one without
          * input comes here and decides nothing.)  The first data decides; the
          * dispatcher is asked last (it counts).  Partly overlapping buffers:
          * the default provider's bytes.  Data it refuses untouched (too little
          * room, too much) stays there: it still takes AAD after that, unpadded. */
         if (inl == 0 || outsize < inl || inl > GCM_MAX_DATA || !gpu_possible(c)
-            || gpuaes_overlap_partial(in, inl, out, inl)
-            || !offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, inl)) {
+            || gpuaes_overlap_partial(in, inl, out, inl) || gcm_gate(c, inl) != GATE_GPU) {
             /* Refused (no key yet, output too small): the message has not
              * started, the IV stays buffered and a later key may still take it. */
             if (!fb_update_timed(c, out, outl, outsize, in, inl))
@@ -538,9 +534,9 @@ static __attribute__((noinline)) int update_undecided(gcm_ctx *c, unsigned char 
         c->naad += inl;
         return 1;
     }
-    /* The first data: update_engine's way, unless offload_wanted() refuses it
+    /* The first data: update_engine's way, unless gcm_gate() refuses it
      * by its size and the CPU call is too short to be timed. */
-    if (inl == 0 || inl >= DISPATCH_SAMPLE || inl >= c->prov->offload_min[OFFLOAD_GCM])
+    if (inl == 0 || inl >= DISPATCH_SAMPLE || inl >= offload_threshold(c->prov, OFFLOAD_GCM))
         return update_engine(c, out, outl, outsize, in, inl);
     ok = c->fb->update(c->fbctx, out, outl, outsize, in, inl);
     if (ok)

@@ -101,6 +101,15 @@ typedef struct gcm_ctx {
 #define MSG_TAG(msg, tag_ours) ((uint16_t)((msg) << 8 | (tag_ours)))
 #endif
 
+/* The gate (offload.c) for len bytes of this message's data; the CPU's
+ * first estimate is the fallback's encryption with a 12-byte IV. */
+static inline offload_gate_answer gcm_gate(const gcm_ctx *c, size_t len)
+{
+    const offload_call call = { c->fb, OFFLOAD_GCM, c->var->keylen, 12, 1 };
+
+    return offload_gate(c->prov, &call, len);
+}
+
 /* gcm_engine.c: gpuaes's own GCM engine (c->g).  Each returns 1 on success. */
 /* The engine's message state afresh (cannot fail).  A new IV needs it only
  * when the engine took part in the last message (g.dirty): most messages,

@@ -310,15 +310,17 @@ static int cpu_blocks(gcm_ctx *c, unsigned char *out, const unsigned char *in, s
     return ok;
 }
 
-/* The caller's share of a GPU piece (gpuaes_cpu_share_fn): the default
- * provider's AES-CTR from the piece's counter, and (gh) the GHASH of its
- * ciphertext from zero, times H, through a segment of its own (the message's
- * is closed while the GPU piece runs). */
-typedef struct gcm_share_arg {
+/*
+ * The engine's side of a GPU piece (offload_finish).  The caller's share:
+ * the default provider's AES-CTR from the piece's counter, and (gh) the
+ * GHASH of its ciphertext from zero, times H, through a segment of its own
+ * (the message's is closed while the GPU piece runs).  The GPU's prefix and
+ * the share's tail fold into Y; the gap between them goes the CPU's way.
+ */
+typedef struct gcm_job {
     gcm_ctx *c;
     int gh;
-    int failed;
-} gcm_share_arg;
+} gcm_job;
 
 static int seg_ghash(gcm_ctx *c, const unsigned char *p, size_t n, unsigned char y[BLOCK])
 {
@@ -332,78 +334,68 @@ static int seg_ghash(gcm_ctx *c, const unsigned char *p, size_t n, unsigned char
 static int gcm_share(void *arg, const unsigned char *in, unsigned char *out, size_t n,
                      const unsigned char state[BLOCK], unsigned char ghash[BLOCK])
 {
-    gcm_share_arg *a = arg;
-    gcm_ctx *c = a->c;
+    gcm_job *g = arg;
+    gcm_ctx *c = g->c;
     unsigned char ctr[BLOCK];
     int ok;
 
     memcpy(ctr, state, BLOCK);
-    if (a->gh && n >= gcm_fused_min() && fused_ready(c)) {
+    if (g->gh && n >= gcm_fused_min() && fused_ready(c)) {
         ok = gcm_fused_run(&c->g.fused, c->enc, ctr, out, in, n, ghash);
         if (ok)
             offload_count_gcm_fused(n);
     } else {
-        ok = (!a->gh || c->enc || seg_ghash(c, in, n, ghash)) && cpu_ctr32(c, ctr, out, in, n)
-            && (!a->gh || !c->enc || seg_ghash(c, out, n, ghash));
+        ok = (!g->gh || c->enc || seg_ghash(c, in, n, ghash)) && cpu_ctr32(c, ctr, out, in, n)
+            && (!g->gh || !c->enc || seg_ghash(c, out, n, ghash));
     }
     OPENSSL_cleanse(ctr, sizeof(ctr));
-    if (!ok)
-        a->failed = 1;
     return ok;
 }
 
-/* A GPU piece: mid whole blocks from a block boundary, the calling thread
- * taking pieces from its end (gpu_cpu_share).  *done: how many are done
- * (keystream and GHASH): the GPU's prefix, or all of mid once the tail is
- * done and the gap between them (after a GPU failure) completed here; the
- * rest is the caller's. */
-static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t mid,
-                     size_t *done)
+static int gcm_stopped(void *arg, const gpuaes_job *job)
 {
-    int gh = !c->g.ghash_dead;        /* after a failed final, no GHASH is kept */
-    gpuaes_job job = { .op = !gh ? GPUAES_CTR32 : c->enc ? GPUAES_GCM_ENCRYPT : GPUAES_GCM_DECRYPT,
-                       .in = in, .out = out, .len = mid };
-    gcm_share_arg share = { c, gh, 0 };
-    size_t from;
-    int ok = 1;
+    gcm_job *g = arg;
 
-    *done = 0;
-    if (c->g.gpukey == NULL)
-        c->g.gpukey = gpu()->job.key_new(c->key, c->var->keylen);
-    if (c->g.gpukey == NULL)
-        return 1;                     /* the CPU does it all */
+    memcpy(g->c->g.ctr, job->iv, BLOCK);
+    if (g->gh && job->done > 0)       /* Y = Y * H^n ^ S * H */
+        y_fold(g->c, job->done / BLOCK, job->ghash);
+    return 1;
+}
+
+static int gcm_gap(void *arg, unsigned char *out, const unsigned char *in, size_t n)
+{
+    gcm_job *g = arg;
+
+    return cpu_blocks(g->c, out, in, n) && seg_close(g->c, 0);
+}
+
+static int gcm_resumed(void *arg, const gpuaes_job *job)
+{
+    gcm_job *g = arg;
+
+    if (!g->c->g.ghash_dead)          /* Y = Y * H^t ^ Y_tail */
+        y_fold(g->c, (job->len - job->cpu_from) / BLOCK, job->ghash_tail);
+    memcpy(g->c->g.ctr, job->iv_end, BLOCK);
+    return 1;
+}
+
+/* A GPU piece: mid whole blocks from a block boundary (offload_job).  On
+ * failure GHASH has lost bytes: no tag may come out. */
+static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t mid)
+{
+    static const offload_finish how = { gcm_share, gcm_stopped, gcm_gap, gcm_resumed };
+    gcm_job g = { c, !c->g.ghash_dead };   /* after a failed final, no GHASH is kept */
+    gpuaes_job job = { .op = !g.gh ? GPUAES_CTR32 : c->enc ? GPUAES_GCM_ENCRYPT : GPUAES_GCM_DECRYPT,
+                       .in = in, .out = out, .len = mid };
+
     if (!seg_close(c, 0))             /* Y up to the GPU piece's first block */
         return 0;
-    job.key = c->g.gpukey;
     memcpy(job.iv, c->g.ctr, BLOCK);
     memcpy(job.h, c->g.h, BLOCK);
-    if (c->prov->cpu_share == CPU_SHARE_ALL) {   /* not measured to help GCM yet */
-        job.cpu_share = gcm_share;
-        job.cpu_share_arg = &share;
-    }
-    *done = offload_run(c->prov, &job);
-    from = job.cpu_from;
-    memcpy(c->g.ctr, job.iv, BLOCK);
-    if (gh && *done > 0)              /* Y = Y * H^n ^ S * H */
-        y_fold(c, *done / BLOCK, job.ghash);
-    if (share.failed) {               /* output in place may be lost: the update fails */
-        GPUAES_RAISE_DATA(c->prov, ERR_R_OPERATION_FAIL,
-                          "gpuaes: the CPU share of a GPU job failed");
-        ok = 0;
-    } else if (from < mid) {
-        /* The gap, then the tail: Y = Y * H^t ^ Y_tail. */
-        ok = cpu_blocks(c, out + *done, in + *done, from - *done) && seg_close(c, 0);
-        if (ok && !c->g.ghash_dead)
-            y_fold(c, (mid - from) / BLOCK, job.ghash_tail);
-        memcpy(c->g.ctr, job.iv_end, BLOCK);
-        *done = mid;
-    }
-    OPENSSL_cleanse(job.iv, BLOCK);
-    OPENSSL_cleanse(job.iv_end, BLOCK);
-    OPENSSL_cleanse(job.h, BLOCK);
-    OPENSSL_cleanse(job.ghash, BLOCK);
-    OPENSSL_cleanse(job.ghash_tail, BLOCK);
-    return ok;
+    if (offload_job(c->prov, &job, &c->g.gpukey, c->key, c->var->keylen, &how, &g))
+        return 1;
+    c->g.ghash_dead = 1;
+    return 0;
 }
 
 /*
@@ -415,7 +407,7 @@ static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, si
 static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in, size_t len,
                          int gpu_ok, int asked)
 {
-    size_t head = 0, mid, done = 0, total = len;
+    size_t head = 0, mid, total = len;
 
     if (c->g.mres > 0) {
         head = BLOCK - c->g.mres < len ? BLOCK - c->g.mres : len;
@@ -437,15 +429,14 @@ static int engine_update(gcm_ctx *c, unsigned char *out, const unsigned char *in
      * take the default provider's stitched pass too (cpu_blocks).  Only
      * where that cannot be had do they go to the GPU whenever it takes them
      * (AES-CTR and the segment run at a fraction of the stitched speed). */
-    if (gpu_ok && mid >= BLOCK && mid >= c->prov->offload_min[OFFLOAD_GCM]
+    if (gpu_ok && mid >= BLOCK && mid >= offload_threshold(c->prov, OFFLOAD_GCM)
         && offload_possible(OFFLOAD_GCM)
-        && (asked || c->g.ghash_dead || !fused_ready(c)
-            || offload_wanted(c->prov, OFFLOAD_GCM, c->var->keylen, mid))
-        && !gpu_piece(c, out, in, mid, &done))
+        && (asked || c->g.ghash_dead || !fused_ready(c) || gcm_gate(c, mid) == GATE_GPU)) {
+        if (!gpu_piece(c, out, in, mid))
+            return 0;
+    } else if (!cpu_blocks(c, out, in, mid)) {
         return 0;
-    /* The rest on the CPU: in[done..len) is untouched by the GPU piece. */
-    if (!cpu_blocks(c, out + done, in + done, mid - done))
-        return 0;
+    }
     if (len > mid) {                  /* a new partial block */
         if (!c->enc && !seg_feed(c, in + mid, len - mid))
             return 0;

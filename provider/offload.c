@@ -50,10 +50,18 @@ int offload_gpu_up(const gpuaes_prov *prov, size_t len)
     return gpu()->start();
 }
 
-int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)
+size_t offload_threshold(const gpuaes_prov *prov, offload_kind kind)
 {
-    return len >= prov->offload_min[kind] && len >= 16 && offload_gpu_up(prov, len)
-        && offload_possible(kind) && dispatch_to_gpu(prov, kind, keylen, len);
+    return prov->gpu_path_off ? SIZE_MAX : prov->offload_min[kind];
+}
+
+offload_gate_answer offload_gate(const gpuaes_prov *prov, const offload_call *call, size_t len)
+{
+    if (len < offload_threshold(prov, call->kind) || len < 16 || !offload_gpu_up(prov, len)
+        || !offload_possible(call->kind))
+        return GATE_CPU;
+    offload_measure_cpu(prov, call->fb, call->kind, call->keylen, call->ivlen, call->enc);
+    return dispatch_to_gpu(prov, call->kind, call->keylen, len) ? GATE_GPU : GATE_CPU_CHOSEN;
 }
 
 /*
@@ -104,12 +112,14 @@ static offload_kind kind_of_op(gpuaes_op op)
     case GPUAES_ECB_DECRYPT: return OFFLOAD_ECB_DEC;
     case GPUAES_CBC_DECRYPT: return OFFLOAD_CBC_DEC;
     case GPUAES_CFB128_DECRYPT: return OFFLOAD_CFB_DEC;
-    case GPUAES_GCM_ENCRYPT: case GPUAES_GCM_DECRYPT: return OFFLOAD_GCM;
+    /* CTR32: a GCM message's keystream without GHASH (after a failed final) */
+    case GPUAES_GCM_ENCRYPT: case GPUAES_GCM_DECRYPT: case GPUAES_CTR32: return OFFLOAD_GCM;
     default: return OFFLOAD_CTR;
     }
 }
 
-size_t offload_run(const gpuaes_prov *prov, gpuaes_job *job)
+/* The GPU part of offload_job, with its reporting: returns job->done. */
+static size_t run_reported(const gpuaes_prov *prov, gpuaes_job *job)
 {
     job->done = 0;
     job->cpu_from = job->len;
@@ -143,6 +153,61 @@ size_t offload_run(const gpuaes_prov *prov, gpuaes_job *job)
         break;
     }
     return job->done;
+}
+
+/* The caller's pieces of a job (gpu_cpu_share: which kinds get them), and
+ * whether one failed. */
+typedef struct share_arg {
+    const offload_finish *how;
+    void *arg;
+    int failed;
+} share_arg;
+
+static int share_piece(void *vs, const unsigned char *in, unsigned char *out, size_t n,
+                       const unsigned char state[16], unsigned char ghash[16])
+{
+    share_arg *s = vs;
+    int ok = s->how->share(s->arg, in, out, n, state, ghash);
+
+    s->failed |= !ok;
+    return ok;
+}
+
+static int share_wanted(const gpuaes_prov *prov, offload_kind kind)
+{
+    return prov->cpu_share == CPU_SHARE_ALL || (prov->cpu_share == CPU_SHARE_CTR && kind == OFFLOAD_CTR);
+}
+
+int offload_job(const gpuaes_prov *prov, gpuaes_job *job, gpuaes_key **gpukey,
+                const unsigned char *key, size_t keylen, const offload_finish *how, void *arg)
+{
+    share_arg share = { how, arg, 0 };
+    int ok;
+
+    job->done = 0;
+    job->cpu_from = job->len;
+    if (*gpukey == NULL)
+        *gpukey = gpu()->job.key_new(key, keylen);
+    if (*gpukey != NULL) {            /* else the CPU does it all: one gap */
+        job->key = *gpukey;
+        if (how->share != NULL && share_wanted(prov, kind_of_op(job->op))) {
+            job->cpu_share = share_piece;
+            job->cpu_share_arg = &share;
+        }
+        run_reported(prov, job);
+    }
+    if (share.failed)
+        GPUAES_RAISE_DATA(prov, ERR_R_OPERATION_FAIL, "gpuaes: the CPU share of a GPU job failed");
+    ok = !share.failed && how->stopped(arg, job)
+        && (job->done == job->cpu_from
+            || how->gap(arg, job->out + job->done, job->in + job->done, job->cpu_from - job->done))
+        && (job->cpu_from == job->len || how->resumed(arg, job));
+    OPENSSL_cleanse(job->iv, sizeof(job->iv));
+    OPENSSL_cleanse(job->iv_end, sizeof(job->iv_end));
+    OPENSSL_cleanse(job->h, sizeof(job->h));
+    OPENSSL_cleanse(job->ghash, sizeof(job->ghash));
+    OPENSSL_cleanse(job->ghash_tail, sizeof(job->ghash_tail));
+    return ok;
 }
 
 void offload_report_failure(const gpuaes_prov *prov, const char *what, const char *error)

@@ -40,13 +40,60 @@ int offload_possible(offload_kind kind);
 int offload_gpu_up(const gpuaes_prov *prov, size_t len);
 /* Known never to run on the GPU in this process (asks nothing of a GPU not started). */
 int offload_ruled_out(offload_kind kind);
-/* The GPU is there, the call is at or above the kind's threshold, and dispatch says GPU. */
-int offload_wanted(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len);
-/* Runs job on the GPU (and its cpu_share, if any); on failure records the
- * error (queue, debug log, counter).  Returns job->done, the GPU prefix
- * (job->iv is the state at in + done); the caller completes the gap
- * [done, job->cpu_from) and continues from job->iv_end (gpuaes_gpu.h). */
-size_t offload_run(const gpuaes_prov *prov, gpuaes_job *job);
+
+/* A call as the gate sees it: its kind and key size, and what the CPU's
+ * first estimate is measured with (offload_measure_cpu): the variant's
+ * fallback, its IV length and direction. */
+typedef struct offload_call {
+    const fallback_cipher *fb;
+    offload_kind kind;
+    size_t keylen;
+    size_t ivlen;
+    int enc;
+} offload_call;
+
+typedef enum {
+    GATE_CPU,                         /* not the GPU's: below the threshold, no GPU up */
+    GATE_CPU_CHOSEN,                  /* the GPU could, dispatch chose the CPU: time the call */
+    GATE_GPU,
+} offload_gate_answer;
+
+/* The one gate of every call that may go to the GPU: the kind's threshold,
+ * the GPU up (started once the process has done gpu_start_bytes of such
+ * work), the kind possible there, then dispatch (the CPU's first estimate
+ * measured aside before it is asked). */
+offload_gate_answer offload_gate(const gpuaes_prov *prov, const offload_call *call, size_t len);
+/* The threshold in force for kind (SIZE_MAX: never; the GPU path is off when
+ * the default provider failed an assumption at load). */
+size_t offload_threshold(const gpuaes_prov *prov, offload_kind kind);
+
+/*
+ * How a cipher family finishes a GPU job on the CPU (offload_job).  arg is
+ * the family's.  The caller's pieces (share) run on the calling thread from
+ * the job's end while the GPU runs, if the policy gives it pieces.  After
+ * the job:
+ *   stopped  the GPU's prefix [0, job->done) is done: the state there is
+ *            job->iv (GCM: job->ghash, the prefix's GHASH)
+ *   gap      [job->done, job->cpu_from), which neither did (a GPU failure;
+ *            all of the job when it got no key), on the CPU from that state
+ *   resumed  the share did [job->cpu_from, len): go on from job->iv_end
+ *            (GCM: job->ghash_tail)
+ */
+typedef struct offload_finish {
+    gpuaes_cpu_share_fn share;
+    int (*stopped)(void *arg, const gpuaes_job *job);
+    int (*gap)(void *arg, unsigned char *out, const unsigned char *in, size_t n);
+    int (*resumed)(void *arg, const gpuaes_job *job);
+} offload_finish;
+
+/* Runs job (op, in, out, len, iv, h filled in) with the context's GPU key,
+ * made from key on first use into *gpukey, and finishes it on the CPU: 1
+ * when all of [0, len) is done and the state is the one after it.  A
+ * failure of the GPU is reported (error queue, debug log, counter) and
+ * costs nothing but time; a failed CPU piece fails the call (in place, its
+ * input may be gone).  Wipes the job's chaining state. */
+int offload_job(const gpuaes_prov *prov, gpuaes_job *job, gpuaes_key **gpukey,
+                const unsigned char *key, size_t keylen, const offload_finish *how, void *arg);
 uint64_t offload_gpu_bytes(void);
 uint64_t offload_cpu_share_bytes(void);   /* done by the callers' shares of GPU jobs */
 uint64_t offload_gpu_errors(void);

@@ -94,9 +94,11 @@ typedef struct gpuaes_prov {
      * (SIZE_MAX: never).  From offload_min_bytes when set, else the measured
      * per-operation defaults. */
     size_t offload_min[OFFLOAD_KINDS];
-    int offload_min_set;                   /* offload_min_bytes was given (cnf or env) */
-    size_t offload_min_bytes;              /* its value, when given */
+    size_t offload_min_bytes;              /* the knob: SIZE_MAX when not given */
     int dispatch;                          /* dispatch: DISPATCH_AUTO or DISPATCH_FORCE */
+    /* The default provider failed an assumption at load (assumptions.c):
+     * no GPU path, whatever the settings say (offload_threshold). */
+    int gpu_path_off;
     /* Bytes of GPU-worthy work done on the CPU before the GPU is started. */
     size_t gpu_start_bytes;
     /* Keystream ahead (CTR): see docs/DESIGN.md, "Keystream ahead". */

@@ -329,8 +329,8 @@ static int gpuaes_get_params(void *provctx, OSSL_PARAM params[])
     if (!memory_get_params(params))
         return 0;
     p = OSSL_PARAM_locate(params, "offload-min-bytes");
-    if (p != NULL && !OSSL_PARAM_set_uint64(p, prov->offload_min_set ? prov->offload_min_bytes
-                                                                    : UINT64_MAX))
+    if (p != NULL && !OSSL_PARAM_set_uint64(p, prov->offload_min_bytes == SIZE_MAX ? UINT64_MAX
+                                                                    : prov->offload_min_bytes))
         return 0;
     p = OSSL_PARAM_locate(params, "offload-policy");
     if (p != NULL && !OSSL_PARAM_set_utf8_string(p, settings_policy(prov)))
@@ -352,7 +352,7 @@ static int keystream_get_params(const gpuaes_prov *prov, OSSL_PARAM params[])
     OSSL_PARAM *p;
 
     p = OSSL_PARAM_locate(params, "keystream");
-    if (p != NULL && !OSSL_PARAM_set_int(p, prov->ks_enabled))
+    if (p != NULL && !OSSL_PARAM_set_int(p, prov->ks_enabled && !prov->gpu_path_off))
         return 0;
     p = OSSL_PARAM_locate(params, "keystream-made");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, ks_bytes_made()))

@@ -404,9 +404,9 @@ void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_par
      * ms against the default's 22-45: bench/results/2026-11-24-h200/service-step3). */
     if (prov->gpu_start_bytes == SIZE_MAX)
         prov->gpu_start_bytes = prov->gpu_backend == GPU_BACKEND_SERVICE ? 8 * K_ * K_ : 2 * K_ * K_ * K_;
-    prov->offload_min_set = prov->offload_min_bytes != SIZE_MAX;
     for (int k = 0; k < OFFLOAD_KINDS; k++)
-        prov->offload_min[k] = prov->offload_min_set ? prov->offload_min_bytes : offload_defaults[k];
+        prov->offload_min[k] = prov->offload_min_bytes != SIZE_MAX ? prov->offload_min_bytes
+                                                                   : offload_defaults[k];
 
     prov->ks_max_window &= ~(size_t)15;    /* whole blocks; at least 16 (range above) */
     if (prov->ks_max_contexts == 0)
@@ -448,7 +448,7 @@ const char *settings_policy(const gpuaes_prov *prov)
     for (int k = 0; k < OFFLOAD_KINDS && n < sizeof(buf); k++) {
         char v[32];
 
-        format_bytes(v, sizeof(v), prov->offload_min[k]);
+        format_bytes(v, sizeof(v), offload_threshold(prov, (offload_kind)k));
         n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s=%s", k ? "," : "",
                               offload_names[k], v);
     }
