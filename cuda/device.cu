@@ -5,7 +5,7 @@
 // ~0.5 GiB of device memory.  They run on a gpuaes-owned thread, started by
 // the first call to gpuaes_gpu_available() or gpuaes_gpu_wait(), neither of
 // which the layer makes on its own.  gpuaes_gpu_available() never blocks.
-// The provider (provider/offload.c, offload_gpu_up) starts the GPU only once
+// The provider (provider/gpu/offload.c, offload_gpu_up) starts the GPU only once
 // the process has done gpu_start_bytes of work the GPU could take, and the
 // call that crosses that mark waits for the start-up (gpuaes_gpu_wait).  A
 // process that never crosses it never touches CUDA.

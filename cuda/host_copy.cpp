@@ -1,6 +1,6 @@
 // host_copy.cpp - gpuaes_host_copy() (include/gpuaes_gpu.h): the copy pool's
 // parallel memcpy for code outside the GPU layer, i.e. the service backend's
-// copies into and out of its shared segment (provider/gpu_remote.c).  CPU
+// copies into and out of its shared segment (provider/gpu/gpu_remote.c).  CPU
 // only: the pool (copy_pool.cpp, copy_kernels.cpp, copy_load.cpp) makes no
 // CUDA call, so an application in service mode gets its copy threads
 // without CUDA.  No libstdc++ either (malloc and placement new): gpuaes.so links

@@ -5,7 +5,7 @@
  * emulator) is not linked into gpuaes.so: loading 6 MB of CUDA runtime cost
  * every process that loads gpuaes about 1 ms and 3.5M instructions, GPU or
  * not.  The module dlopens the layer when it first starts the GPU
- * (provider/gpu_inprocess.c), so a process that never needs the GPU, and
+ * (provider/gpu/gpu_inprocess.c), so a process that never needs the GPU, and
  * every process of the service backend, never maps it.
  *
  * The library exports one symbol, gpuaes_layer_get(), which returns this

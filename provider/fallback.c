@@ -24,7 +24,7 @@
 
 #include "prov_ctx.h"
 #include "debug.h"
-#include "fallback_assumptions.h"
+#include "assume/fallback_assumptions.h"
 
 /* Does the colon-separated name list start with `name` (case-insensitively)? */
 static int first_name_is(const char *names, const char *name)

@@ -19,7 +19,7 @@
 #include <openssl/core_dispatch.h>
 
 #include "gpuaes_gpu.h"                /* gpuaes_gpu_settings */
-#include "offload.h"                   /* offload_kind */
+#include "gpu/offload.h"               /* offload_kind */
 #include "prov_err.h"
 
 /* The default provider's implementation of one cipher, as its dispatch table gives it. */

@@ -11,12 +11,12 @@
 #include <openssl/err.h>
 
 #include "prov_ctx.h"
-#include "offload.h"
+#include "gpu/offload.h"
 #include "debug.h"
-#include "keystream_xor.h"
+#include "block/keystream_xor.h"
 #include "cipher_family.h"
-#include "gpu_backend.h"
-#include "fallback_assumptions.h"
+#include "gpu/gpu_backend.h"
+#include "assume/fallback_assumptions.h"
 
 /*
  * One line per cipher variant: id, first name (as the default provider

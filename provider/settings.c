@@ -20,10 +20,10 @@
 #include <openssl/proverr.h>
 
 #include "prov_ctx.h"
-#include "offload.h"
+#include "gpu/offload.h"
 #include "debug.h"
-#include "gpu_backend.h"
-#include "block_ctx.h"             /* KS_NWIN */
+#include "gpu/gpu_backend.h"
+#include "block/block_ctx.h"             /* KS_NWIN */
 
 /*
  * Default offload thresholds, per operation: below them a GPU round trip

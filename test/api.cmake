@@ -164,10 +164,10 @@ gpuaes_test(NAME dispatch_gcm_late_emu COMMAND test_dispatch --gcm-late LABELS e
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_GPU_START_BYTES=16777216")
 gpuaes_test(NAME dispatch_gcm_leave_emu COMMAND test_dispatch --gcm-leave LABELS emu TIMEOUT 300
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "GPUAES_GPU_START_BYTES=0;GPUAES_EMU_JOB_DELAY_MS=40")
-# The dispatcher itself (provider/dispatch.c compiled in) on a model clock:
+# The dispatcher itself (provider/gpu/dispatch.c compiled in) on a model clock:
 # it looks again after contention, both ways, at a bounded cost, and keeps
 # the load rules.  No GPU, no module.  Its usable cores: the affinity set.
-add_executable(test_dispatch_model test_dispatch_model.c ${PROJECT_SOURCE_DIR}/provider/dispatch.c
+add_executable(test_dispatch_model test_dispatch_model.c ${PROJECT_SOURCE_DIR}/provider/gpu/dispatch.c
   ${PROJECT_SOURCE_DIR}/provider/debug.c)
 target_include_directories(test_dispatch_model PRIVATE ${PROJECT_SOURCE_DIR}/provider
   ${PROJECT_SOURCE_DIR}/include)
@@ -213,13 +213,13 @@ gpuaes_test(NAME settings COMMAND test_settings TIMEOUT 120 MODULE_DIR ${CMAKE_B
 gpuaes_test_program(test_secure_env test_secure_env.c)
 gpuaes_test(NAME secure_env COMMAND test_secure_env TIMEOUT 60 MODULE_DIR ${CMAKE_BINARY_DIR}/emu)
 
-# What gpuaes assumes about the default provider (provider/fallback_assumptions.h):
+# What gpuaes assumes about the default provider (provider/assume/fallback_assumptions.h):
 # every check against this libcrypto, through gpuaes's own loader (fallback.c)
 # and dispatch calls.  CPU only: no GPU, no module.
-add_executable(test_assumptions test_assumptions.c ${PROJECT_SOURCE_DIR}/provider/assumptions.c
-  ${PROJECT_SOURCE_DIR}/provider/assume_block.c ${PROJECT_SOURCE_DIR}/provider/assume_gcm.c
+add_executable(test_assumptions test_assumptions.c ${PROJECT_SOURCE_DIR}/provider/assume/assumptions.c
+  ${PROJECT_SOURCE_DIR}/provider/assume/assume_block.c ${PROJECT_SOURCE_DIR}/provider/assume/assume_gcm.c
   ${PROJECT_SOURCE_DIR}/provider/fallback.c ${PROJECT_SOURCE_DIR}/provider/debug.c
-  ${PROJECT_SOURCE_DIR}/provider/gcm_math.c ${PROJECT_SOURCE_DIR}/provider/gcm_fused.c ${PROJECT_SOURCE_DIR}/provider/prov_err.c
+  ${PROJECT_SOURCE_DIR}/provider/gcm/gcm_math.c ${PROJECT_SOURCE_DIR}/provider/gcm/gcm_fused.c ${PROJECT_SOURCE_DIR}/provider/prov_err.c
   ${PROJECT_SOURCE_DIR}/provider/loaded_object.c)
 target_include_directories(test_assumptions PRIVATE ${PROJECT_SOURCE_DIR}/provider ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(test_assumptions PRIVATE -Wall -Wextra -Wno-unused-parameter)

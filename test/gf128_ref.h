@@ -1,6 +1,6 @@
 /*
  * gf128_ref.h - the reference multiply in GCM's field, independent of every
- * fast one (provider/gcm_math.c, cuda/ghash.cuh): SP 800-38D algorithm 1 on
+ * fast one (provider/gcm/gcm_math.c, cuda/ghash.cuh): SP 800-38D algorithm 1 on
  * bytes (x^0 is the most significant bit of byte 0), slow and obviously
  * right.  For the tests and benches that hold the fast ones to it (C and C++).
  */

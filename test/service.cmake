@@ -10,7 +10,7 @@ set_target_properties(gpuaesd_emu PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BI
 
 add_executable(test_service test_service.c test_service_hostile.c test_service_activation.c
   test_service_load.c test_service_spare.c test_service_devices.c service_util.c
-  ${PROJECT_SOURCE_DIR}/provider/gcm_math.c)
+  ${PROJECT_SOURCE_DIR}/provider/gcm/gcm_math.c)
 target_include_directories(test_service PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/provider
   ${PROJECT_SOURCE_DIR}/service)
 target_compile_options(test_service PRIVATE -Wall -Wextra)
@@ -206,7 +206,7 @@ gpuaes_test(NAME stale_rate_service_emu COMMAND ${_svc_run} stalerate $<TARGET_F
   --provider gpuaes --cipher AES-128-CTR --dir enc --size 16M --bytes 64M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV GPUAES_SERVICE_TIMEOUT_MS=10000
   GPUAES_SERVICE_CONNECT_WAIT_MS=1000 TIMEOUT 120)
-# Keystream windows made by the service (provider/remote_keystream.c): the
+# Keystream windows made by the service (provider/gpu/remote_keystream.c): the
 # keystream differential through gpuaesd_emu, 8 threads and 16 contexts at
 # once with small windows turning over (it requires keystream used), one
 # block-and-a-bit windows, and the service SIGKILLed mid-run (every output

@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
-#include "gcm_math.h"
+#include "gcm/gcm_math.h"
 #include "gpuaes_counter.h"
 #include "service_util.h"
 #include "testutil.h"

@@ -1,5 +1,5 @@
 /*
- * test_assumptions.c - every assumption of provider/fallback_assumptions.h
+ * test_assumptions.c - every assumption of provider/assume/fallback_assumptions.h
  * against this libcrypto's default provider, loaded by gpuaes's own loader
  * (fallback.c) and called through the same dispatch functions.  CPU only:
  * no GPU, no gpuaes module.
@@ -15,7 +15,7 @@
 #include <openssl/err.h>
 
 #include "prov_ctx.h"
-#include "fallback_assumptions.h"
+#include "assume/fallback_assumptions.h"
 
 /* The variants gpuaes registers (provider.c's table, without our dispatch). */
 static fallback_cipher fb[15];

@@ -1,5 +1,5 @@
 /*
- * test_dispatch.c - the dispatcher (provider/dispatch.c) against GPUs that
+ * test_dispatch.c - the dispatcher (provider/gpu/dispatch.c) against GPUs that
  * do not pay, on the emulator; outputs always identical to the default
  * provider.  Default thresholds, or a threshold set by
  * GPUAES_OFFLOAD_MIN_BYTES (it does not force the GPU: GPUAES_DISPATCH is

@@ -1,5 +1,5 @@
 /*
- * test_dispatch_model.c - provider/dispatch.c itself, compiled in, driven
+ * test_dispatch_model.c - provider/gpu/dispatch.c itself, compiled in, driven
  * with a model clock and modelled call times: no OpenSSL cipher, no GPU.
  * Each modelled thread is a real thread (dispatch keeps per-thread state)
  * that makes one dispatch call at a time for the driver, so a run is
@@ -47,8 +47,8 @@
 
 #include "check.h"
 #include "prov_ctx.h"
-#include "offload.h"
-#include "gpu_backend.h"
+#include "gpu/offload.h"
+#include "gpu/gpu_backend.h"
 
 #define MS 1000000ULL
 #define START (1000000 * MS)           /* model time 0 (far from 0, as a real clock) */

@@ -38,7 +38,7 @@ static const size_t aadlens[] = { 0, 1, 15, 16, 17, 255, 256, 257, 300, 5000 };
 /*
  * GCM's inc32 wrap: with the all-zero key of each size, these 16-byte IVs
  * give a J0 whose low 32 bits are 2565 / 1415 / 443 blocks short of the
- * wrap (found by search with provider/gcm_math.c).  The patterns cross it
+ * wrap (found by search with provider/gcm/gcm_math.c).  The patterns cross it
  * in CPU pieces (small updates after a first GPU piece) and in one GPU piece.
  */
 static const unsigned char wrap_iv[3][16] = {

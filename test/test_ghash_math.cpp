@@ -29,7 +29,7 @@
 #include "ghash_mma.cuh"
 
 extern "C" {
-#include "gcm_math.h"
+#include "gcm/gcm_math.h"
 }
 
 using namespace gpuaes;

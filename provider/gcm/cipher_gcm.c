@@ -17,7 +17,7 @@
  *    switch freely (gcm_engine.c).
  * This file holds the context, its parameters, and the routing of each call
  * to the message's engine.  What this assumes of the default provider:
- * provider/fallback_assumptions.h (ASSUME_GCM_*).
+ * provider/assume/fallback_assumptions.h (ASSUME_GCM_*).
  */
 #include <stdint.h>
 #include <string.h>
@@ -30,9 +30,9 @@
 
 #include "gcm_ctx.h"
 #include "prov_ctx.h"
-#include "offload.h"
+#include "gpu/offload.h"
 #include "cipher_family.h"
-#include "gpu_backend.h"
+#include "gpu/gpu_backend.h"
 
 #define GCM_MAX_DATA ((1ULL << 36) - 32)   /* SP 800-38D's limit on one message */
 

@@ -32,7 +32,7 @@
 #include "gpuaes_counter.h"
 #include "gpuaesd_client.h"
 #include "gpuaesd_load.h"
-#include "gcm_math.h"
+#include "gcm/gcm_math.h"
 #include "gpu_remote.h"
 
 #define SEGMENT ((size_t)64 << 20)    /* per connection; longer jobs go in pieces */

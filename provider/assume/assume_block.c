@@ -1,6 +1,6 @@
 /*
  * assume_block.c - the checks of the block-mode assumptions of
- * provider/fallback_assumptions.h (ECB, CBC, CFB, CTR; the parameter tables):
+ * provider/assume/fallback_assumptions.h (ECB, CBC, CFB, CTR; the parameter tables):
  * each asks the default provider whether it behaves as gpuaes assumes.
  */
 #include "assume_util.h"

@@ -1,5 +1,5 @@
 /*
- * assumptions.c - the table of the checks of provider/fallback_assumptions.h
+ * assumptions.c - the table of the checks of provider/assume/fallback_assumptions.h
  * (assume_block.c, assume_gcm.c): runs one for a test, or those marked
  * "load" when the provider loads.  AES-128 throughout; every check is a few
  * blocks of work.
@@ -11,7 +11,7 @@
 #include "assume_util.h"
 #include "debug.h"
 #include "prov_ctx.h"
-#include "offload.h"
+#include "gpu/offload.h"
 
 /* ---- the table ---- */
 

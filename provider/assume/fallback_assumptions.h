@@ -3,11 +3,11 @@
  * ciphers beyond what the provider API promises, each written once.
  *
  * gpuaes keeps a context of the default provider in step with the GPU path
- * (provider/cipher_block.c and block_*.c, provider/cipher_gcm.c and
+ * (provider/block/cipher_block.c and block_*.c, provider/gcm/cipher_gcm.c and
  * gcm_engine.c).  Each line below is a
  * behaviour it relies on; a libcrypto that behaves otherwise would make
  * gpuaes answer wrongly without an error.  Each has a check of the same name
- * in provider/assume_block.c or assume_gcm.c (the table: assumptions.c), run
+ * in provider/assume/assume_block.c or assume_gcm.c (the table: assumptions.c), run
  * by test/test_assumptions.c (every check,
  * CI) and, those marked "load", when the provider loads: a failure there
  * turns the GPU path off (gpuaes then only forwards to the default provider)

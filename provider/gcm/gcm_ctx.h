@@ -14,7 +14,7 @@
 
 #include "gcm_fused.h"
 #include "prov_ctx.h"
-#include "offload.h"
+#include "gpu/offload.h"
 #include "cipher_family.h"
 
 #define BLOCK 16

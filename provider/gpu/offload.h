@@ -86,13 +86,14 @@ typedef struct offload_finish {
     int (*resumed)(void *arg, const gpuaes_job *job);
 } offload_finish;
 
-/* Runs job (op, in, out, len, iv, h filled in) with the context's GPU key,
- * made from key on first use into *gpukey, and finishes it on the CPU: 1
- * when all of [0, len) is done and the state is the one after it.  A
- * failure of the GPU is reported (error queue, debug log, counter) and
- * costs nothing but time; a failed CPU piece fails the call (in place, its
- * input may be gone).  Wipes the job's chaining state. */
-int offload_job(const gpuaes_prov *prov, gpuaes_job *job, gpuaes_key **gpukey,
+/* Runs job (op, in, out, len, iv, h filled in) of kind (whose estimates it
+ * feeds and whose share policy it follows) with the context's GPU key, made
+ * from key on first use into *gpukey, and finishes it on the CPU: 1 when all
+ * of [0, len) is done and the state is the one after it.  A failure of the
+ * GPU is reported (error queue, debug log, counter) and costs nothing but
+ * time; a failed CPU piece fails the call (in place, its input may be gone).
+ * Wipes the job's chaining state. */
+int offload_job(const gpuaes_prov *prov, offload_kind kind, gpuaes_job *job, gpuaes_key **gpukey,
                 const unsigned char *key, size_t keylen, const offload_finish *how, void *arg);
 uint64_t offload_gpu_bytes(void);
 uint64_t offload_cpu_share_bytes(void);   /* done by the callers' shares of GPU jobs */
@@ -114,7 +115,7 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
 int dispatch_gpu_alone(void);
 uint64_t dispatch_now_ns(void);
 void dispatch_cpu_done(offload_kind kind, size_t keylen, size_t len, uint64_t ns);
-/* Around one GPU job (offload_run): begin returns the jobs already in flight. */
+/* Around one GPU job (offload_job): begin returns the jobs already in flight. */
 int dispatch_gpu_begin(void);
 void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int busy_at_start,
                       uint64_t ns);

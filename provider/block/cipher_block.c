@@ -9,7 +9,7 @@
  * keystream computed ahead (block_keystream.c).  For ECB and CBC this file
  * mirrors the bytes the fallback holds in its block buffer, which the GPU
  * path must complete.  What this assumes of the default provider:
- * provider/fallback_assumptions.h (ASSUME_*).
+ * provider/assume/fallback_assumptions.h (ASSUME_*).
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -20,9 +20,9 @@
 
 #include "block_ctx.h"
 #include "prov_ctx.h"
-#include "offload.h"
+#include "gpu/offload.h"
 #include "cipher_family.h"
-#include "gpu_backend.h"
+#include "gpu/gpu_backend.h"
 
 /*
  * Can this context send work to the GPU now?  CBC/CFB encryption is serial.

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "prov_ctx.h"
-#include "offload.h"
+#include "gpu/offload.h"
 
 #define BLOCK 16
 enum { TRACK_WHOLE = 1, TRACK_LAST = 2 };

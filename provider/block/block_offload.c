@@ -9,7 +9,7 @@
  * blocks (chaining block or counter, from the GPU job), so the next update,
  * on either path, continues exactly.  If the GPU stops early, the same
  * re-synchronisation happens at the point where it stopped.  What this
- * assumes of the default provider: provider/fallback_assumptions.h (ASSUME_*).
+ * assumes of the default provider: provider/assume/fallback_assumptions.h (ASSUME_*).
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -20,8 +20,8 @@
 
 #include "block_ctx.h"
 #include "prov_ctx.h"
-#include "offload.h"
-#include "gpu_backend.h"
+#include "gpu/offload.h"
+#include "gpu/gpu_backend.h"
 
 int block_fb_get_block(block_ctx *c, const char *key, unsigned char iv[BLOCK])
 {
@@ -133,12 +133,13 @@ static int gpu_whole_blocks(block_ctx *c, unsigned char *out, const unsigned cha
                             const unsigned char iv[BLOCK])
 {
     static const offload_finish how = { block_share, block_stopped, block_gap, block_resumed };
-    gpuaes_job job = { .op = offload_op(kind_of(c)), .in = in, .out = out, .len = len };
+    const offload_kind kind = kind_of(c);
+    gpuaes_job job = { .op = offload_op(kind), .in = in, .out = out, .len = len };
     block_job b = { c, 0 };
     int ok;
 
     memcpy(job.iv, iv, BLOCK);
-    ok = offload_job(c->prov, &job, &c->gpukey, c->key, c->var->keylen, &how, &b);
+    ok = offload_job(c->prov, kind, &job, &c->gpukey, c->key, c->var->keylen, &how, &b);
     if (b.pad_off)
         ok = fb_set_padding(c, c->pad) && ok;
     return ok;

@@ -1,5 +1,5 @@
 /*
- * assume_util.h - what the checks of provider/fallback_assumptions.h share
+ * assume_util.h - what the checks of provider/assume/fallback_assumptions.h share
  * (assume_block.c, assume_gcm.c): test keys, expectations that name what
  * differed, and contexts of the default provider's AES-128.  The table that
  * runs the checks is assumptions.c.

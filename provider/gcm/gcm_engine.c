@@ -27,7 +27,7 @@
  * final (a trailing partial block is zero-padded by the segment's own final,
  * as AAD, which is what GCM's pad of C is).  Everything is
  * duplicable (dupctx).  (ASSUME_GCM_SEGMENT_GHASH; the other ASSUME_GCM_* of
- * provider/fallback_assumptions.h are the default provider's message rules,
+ * provider/assume/fallback_assumptions.h are the default provider's message rules,
  * which this engine repeats.)
  */
 #include <stdint.h>
@@ -42,8 +42,8 @@
 #include "gcm_math.h"
 #include "gpuaes_counter.h"
 #include "prov_ctx.h"
-#include "offload.h"
-#include "gpu_backend.h"
+#include "gpu/offload.h"
+#include "gpu/gpu_backend.h"
 
 /* AAD (or pad, or ciphertext) into the segment, started on first use.
  * (ASSUME_GCM_SEGMENT_GHASH, ASSUME_REINIT_KEEPS_SCHEDULE) */
@@ -392,7 +392,7 @@ static int gpu_piece(gcm_ctx *c, unsigned char *out, const unsigned char *in, si
         return 0;
     memcpy(job.iv, c->g.ctr, BLOCK);
     memcpy(job.h, c->g.h, BLOCK);
-    if (offload_job(c->prov, &job, &c->g.gpukey, c->key, c->var->keylen, &how, &g))
+    if (offload_job(c->prov, OFFLOAD_GCM, &job, &c->g.gpukey, c->key, c->var->keylen, &how, &g))
         return 1;
     c->g.ghash_dead = 1;
     return 0;

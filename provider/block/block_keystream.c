@@ -25,10 +25,10 @@
 
 #include "block_ctx.h"
 #include "gpuaes_counter.h"
-#include "offload.h"
+#include "gpu/offload.h"
 #include "debug.h"
 #include "keystream_xor.h"
-#include "gpu_backend.h"
+#include "gpu/gpu_backend.h"
 
 #define KS_FIRST_WINDOW ((size_t)1 << 20)
 

@@ -1,14 +1,14 @@
 /*
  * assume_gcm.c - the checks of the GCM assumptions of
- * provider/fallback_assumptions.h (ASSUME_GCM_*, ASSUME_UNKNOWN_PARAMS_IGNORED):
+ * provider/assume/fallback_assumptions.h (ASSUME_GCM_*, ASSUME_UNKNOWN_PARAMS_IGNORED):
  * each asks the default provider whether its GCM behaves as gpuaes's own
  * engine (gcm_engine.c) and cipher_gcm.c assume.
  */
 #include "assume_util.h"
 #include <openssl/err.h>
 
-#include "gcm_fused.h"
-#include "gcm_math.h"
+#include "gcm/gcm_fused.h"
+#include "gcm/gcm_math.h"
 #include "gpuaes_counter.h"
 #include "prov_ctx.h"
 

@@ -105,24 +105,9 @@ void offload_measure_cpu(const gpuaes_prov *prov, const fallback_cipher *fb, off
     OPENSSL_clear_free(buf, n);
 }
 
-static offload_kind kind_of_op(gpuaes_op op)
+/* The GPU part of offload_job, with its reporting. */
+static void run_reported(const gpuaes_prov *prov, offload_kind kind, gpuaes_job *job)
 {
-    switch (op) {
-    case GPUAES_ECB_ENCRYPT: return OFFLOAD_ECB_ENC;
-    case GPUAES_ECB_DECRYPT: return OFFLOAD_ECB_DEC;
-    case GPUAES_CBC_DECRYPT: return OFFLOAD_CBC_DEC;
-    case GPUAES_CFB128_DECRYPT: return OFFLOAD_CFB_DEC;
-    /* CTR32: a GCM message's keystream without GHASH (after a failed final) */
-    case GPUAES_GCM_ENCRYPT: case GPUAES_GCM_DECRYPT: case GPUAES_CTR32: return OFFLOAD_GCM;
-    default: return OFFLOAD_CTR;
-    }
-}
-
-/* The GPU part of offload_job, with its reporting: returns job->done. */
-static size_t run_reported(const gpuaes_prov *prov, gpuaes_job *job)
-{
-    job->done = 0;
-    job->cpu_from = job->len;
     job->status = GPUAES_OK;
     job->error[0] = '\0';
     {
@@ -132,7 +117,7 @@ static size_t run_reported(const gpuaes_prov *prov, gpuaes_job *job)
         gpu()->job.run(job);
         /* The path's rate includes the caller's share: that is what a call
          * sent this way gets. */
-        dispatch_gpu_end(kind_of_op(job->op), job->len, job->done + (job->len - job->cpu_from),
+        dispatch_gpu_end(kind, job->len, job->done + (job->len - job->cpu_from),
                          job->status != GPUAES_FAILED, busy, dispatch_now_ns() - t0);
     }
     atomic_fetch_add_explicit(&gpu_bytes, job->done, memory_order_relaxed);
@@ -152,7 +137,6 @@ static size_t run_reported(const gpuaes_prov *prov, gpuaes_job *job)
                      job->done, job->cpu_from, job->error);
         break;
     }
-    return job->done;
 }
 
 /* The caller's pieces of a job (gpu_cpu_share: which kinds get them), and
@@ -178,7 +162,7 @@ static int share_wanted(const gpuaes_prov *prov, offload_kind kind)
     return prov->cpu_share == CPU_SHARE_ALL || (prov->cpu_share == CPU_SHARE_CTR && kind == OFFLOAD_CTR);
 }
 
-int offload_job(const gpuaes_prov *prov, gpuaes_job *job, gpuaes_key **gpukey,
+int offload_job(const gpuaes_prov *prov, offload_kind kind, gpuaes_job *job, gpuaes_key **gpukey,
                 const unsigned char *key, size_t keylen, const offload_finish *how, void *arg)
 {
     share_arg share = { how, arg, 0 };
@@ -190,11 +174,11 @@ int offload_job(const gpuaes_prov *prov, gpuaes_job *job, gpuaes_key **gpukey,
         *gpukey = gpu()->job.key_new(key, keylen);
     if (*gpukey != NULL) {            /* else the CPU does it all: one gap */
         job->key = *gpukey;
-        if (how->share != NULL && share_wanted(prov, kind_of_op(job->op))) {
+        if (how->share != NULL && share_wanted(prov, kind)) {
             job->cpu_share = share_piece;
             job->cpu_share_arg = &share;
         }
-        run_reported(prov, job);
+        run_reported(prov, kind, job);
     }
     if (share.failed)
         GPUAES_RAISE_DATA(prov, ERR_R_OPERATION_FAIL, "gpuaes: the CPU share of a GPU job failed");
