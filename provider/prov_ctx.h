@@ -63,7 +63,8 @@ typedef struct gpuaes_variant {
  * the share took CTR from 42.0 to 45.6 GB/s but cost ECB 34.2 -> 33.4, CBC
  * 33.9 -> 32.1 and CFB 31.8 -> 26.3 (the default provider's CFB decryption is
  * serial, 0.8 GB/s: a piece stalls the pipeline); there the caller's core
- * does more good helping the copies (bench/results/2026-11-23-h200).
+ * does more good helping the copies (bench/results/README.md, earlier runs:
+ * 2026-11-23-h200/mid-c92e9eb).
  */
 enum { CPU_SHARE_OFF, CPU_SHARE_CTR, CPU_SHARE_ALL };
 

@@ -31,7 +31,7 @@
  * Measured on an H200 with bench/crossover.sh (evp_bench, 1 thread, gpuaes
  * forced onto the GPU path (GPUAES_OFFLOAD_MIN_BYTES=0, today with
  * GPUAES_DISPATCH=force) against the default provider, update sizes
- * 256 KiB .. 64 MiB, bench/results/2026-11-22-h200-crossover-3, GCM at 8 MiB
+ * 256 KiB .. 64 MiB, bench/results/crossover-05c2a73, GCM at 8 MiB
  * from gcm-first-chunk.txt there): the smallest measured size from which the
  * GPU path was faster for every key size and direction.  docs/DESIGN.md
  * ("Offload thresholds") has the table.
@@ -401,7 +401,8 @@ void settings_load(gpuaes_prov *prov, OSSL_FUNC_core_get_params_fn *core_get_par
      * for it (DESIGN).  With the service nothing waits and the process owns
      * no CUDA: 8 MiB (H200, a fresh process of 1 GiB in 64 MiB calls with a
      * cold service: 1.13-1.22x the default provider, its longest call 14-22
-     * ms against the default's 22-45: bench/results/2026-11-24-h200/service-step3). */
+     * ms against the default's 22-45: bench/results/README.md, earlier runs:
+     * 2026-11-24-h200/service-step3). */
     if (prov->gpu_start_bytes == SIZE_MAX)
         prov->gpu_start_bytes = prov->gpu_backend == GPU_BACKEND_SERVICE ? 8 * K_ * K_ : 2 * K_ * K_ * K_;
     for (int k = 0; k < OFFLOAD_KINDS; k++)

@@ -24,8 +24,8 @@ struct ks_state;
 /* The update that would begin keystream mode must be at least this long:
  * below it AES-NI beats keystream's XOR and bookkeeping (H200, 16 B CTR
  * updates through gpuaesd in keystream mode 0.89x the default provider,
- * 64 B 1.11x, bench/results/2026-11-24-h200/s26-final); such a context
- * counts another ramp first. */
+ * 64 B 1.11x; bench/results/README.md, earlier runs: 2026-11-24-h200/s26-final);
+ * such a context counts another ramp first. */
 #define KS_MIN_UPDATE 64
 
 typedef struct block_ctx {

@@ -35,7 +35,8 @@
  * The GPU path also takes CPU: the caller's core and the staging copy
  * threads (two host copies per byte outside CTR).  On the H200 machine, with
  * 16 threads on its 16 cores, every GPU share lost (0.83-0.97x: the copy
- * threads took cores from the application's threads; bench/results).  So
+ * threads took cores from the application's threads; bench/results/README.md,
+ * earlier runs: 2026-11-23-h200/evp-dispatch-first.txt).  So
  * while more than one thread, and more than half of the cores' worth of
  * threads, are making large calls, every call stays on its own core.  The
  * cores are those the process may run on (its affinity set, so taskset and
@@ -323,9 +324,10 @@ static int explore_due(offload_kind kind, estimate *e, uint64_t now, unsigned ac
     /* A loser FAR behind: the gap holds from the first look on, by its own
      * estimate of the call.  A fresh process on the H200 sent its 8th 64 MiB
      * CTR call to the CPU 20 ms in (16 ms instead of 2.5;
-     * bench/results/2026-11-27-h200/s31-b).  A loser close behind keeps the
-     * gap the explore calls set: bounding it too held 4 fresh processes' CTR
-     * on the CPU (H100 machine, 0.78-0.93x against 1.29-1.44x: s31-h, s31-i). */
+     * bench/results/README.md, earlier runs: 2026-11-27-h200/s31-b).  A loser
+     * close behind keeps the gap the explore calls set: bounding it too held
+     * 4 fresh processes' CTR on the CPU (H100 machine, 0.78-0.93x against
+     * 1.29-1.44x: earlier runs 2026-11-27-h200/s31-h, s31-i). */
     if (gap < EXPLORE_COST * cost)
         gap = EXPLORE_COST * cost;
     /* A load that keeps changing costs at most a third of the time. */

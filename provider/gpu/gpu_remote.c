@@ -830,7 +830,8 @@ static void remote_run(gpuaes_job *job)
      * one way) and the copy out XORs it into out[]: one host pass, in pieces
      * of half service_chunk (H200, one thread 64 MiB: 4 MiB pieces 29-30
      * GB/s, 8 MiB 25-29, 16 MiB 22-23; copies in and out: 8 MiB 25, 4 MiB
-     * 15-19, 16 MiB 22: bench/results/2026-11-24-h200/s26-e). */
+     * 15-19, 16 MiB 22: bench/results/README.md, earlier runs:
+     * 2026-11-24-h200/s26-e). */
     ps->keystream = R.ctr_keystream && (job->op == GPUAES_CTR128 || job->op == GPUAES_CTR32);
     ps->chunk = ps->keystream && R.chunk >= 8192 ? R.chunk / 2 / 4096 * 4096 : R.chunk;
     if (ps->chunk > segn)

@@ -70,8 +70,8 @@ offload_gate_answer offload_gate(const gpuaes_prov *prov, const offload_call *ca
  * others and once it is known).  "An unknown CPU rate goes to the
  * CPU" put a fresh process's first large call there whole: on the H200
  * through gpuaesd, a 64 MiB CTR call took 17-22 ms instead of ~3
- * (bench/results/2026-11-27-h200/s31-b), and a GCM message's first data
- * decides its engine for the whole message.  A scratch buffer in a context
+ * (bench/results/README.md, earlier runs: 2026-11-27-h200/s31-b), and a GCM
+ * message's first data decides its engine for the whole message.  A scratch buffer in a context
  * of the fallback's own, touched first and timed the second time: ~50 us,
  * once per kind, key size and process.  Cache-hot, so the CPU looks at its
  * fastest: the GPU must beat that.
