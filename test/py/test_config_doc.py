@@ -198,7 +198,7 @@ def env_reads(src):
     for d, exts in (("provider", ("c", "h")), ("service", ("c", "h")), ("include", ("h",)),
                     ("cuda", ("c", "cpp", "cu", "cuh", "h"))):
         for e in exts:
-            files += glob.glob(os.path.join(src, d, "*." + e))
+            files += glob.glob(os.path.join(src, d, "**", "*." + e), recursive=True)  # cuda/ has subfolders
     for p in files:
         for m in re.finditer(r'\b(?:secure_)?getenv\s*\(\s*"([^"]+)"\s*\)', open(p).read()):
             if NAME_RE.match(m.group(1)):
@@ -209,7 +209,8 @@ def env_reads(src):
 def build_switches(src):
     """Compile-time definitions the code tests (#ifdef NAME): a doc may name them."""
     names = set()
-    for p in glob.glob(os.path.join(src, "provider", "*.[ch]")) + glob.glob(os.path.join(src, "include", "*.h")):
+    for p in (glob.glob(os.path.join(src, "provider", "**", "*.[ch]"), recursive=True)
+              + glob.glob(os.path.join(src, "include", "*.h"))):
         names.update(m for m in re.findall(r"^#\s*if(?:n?def)?\s+(?:defined\s*\(?\s*)?(\w+)", open(p).read(), re.M)
                      if NAME_RE.match(m))
     return names
