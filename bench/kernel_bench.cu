@@ -11,7 +11,7 @@
 // (ECB against FIPS-197 appendix C, the others against ECB), and a kernel
 // that fails its check is not timed.
 //
-// GCM as the product runs it (cuda/pipeline.cu): per staging chunk (--chunk-kib,
+// GCM as the product runs it (cuda/staging/pipeline.cu): per staging chunk (--chunk-kib,
 // default 8 MiB), the CTR32 kernel and then the GHASH kernels over its output
 // (launch_kernel(KM_CTR32) + launch_ghash), every chunk of the buffer back to
 // back on one stream, timed as one sequence; also GHASH alone and CTR32 alone
@@ -40,10 +40,10 @@
 #include <string>
 #include <vector>
 
-#include "aes_kernels.cuh"
-#include "gf128_ref.h"   // test/: the reference multiply
-#include "aes_key.h"
-#include "ghash_launch.h"
+#include "kernels/aes_kernels.cuh"
+#include "gf128_ref.h"   // test/support: the reference multiply
+#include "kernels/aes_key.h"
+#include "kernels/ghash_launch.h"
 #include "gpuaes_counter.h"
 #include "gpuaes_gpu.h"
 #include "rng.h"           // test/support: the seeded generator

@@ -1,5 +1,5 @@
 // key_schedule_bench.cpp - what an AES key schedule of the GPU layer
-// (cuda/key_schedule.cpp) costs on this CPU: gpuaes_key_new (AES-NI where
+// (cuda/kernels/key_schedule.cpp) costs on this CPU: gpuaes_key_new (AES-NI where
 // there is one) against the portable constant-time schedule, per key size,
 // allocation and wipe included.  gpuaesd makes one for every job.
 //   key_schedule_bench [N keys per size, default 20000]
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "aes_key.h"
+#include "kernels/aes_key.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # staging_sweep.sh - the measurements behind the staging defaults
-# (cuda/staging_config.cpp: chunk size and lanes; cuda/copy_pool.cpp: copy threads,
+# (cuda/staging/staging_config.cpp: chunk size and lanes; cuda/copy/copy_pool.cpp: copy threads,
 # part size, streaming stores; the first chunk of a job; zero-copy chunks): gpuaes alone, every update on the GPU path
 # (GPUAES_OFFLOAD_MIN_BYTES=0, GPUAES_DISPATCH=force), one thread, AES-128-CTR and AES-128-GCM
 # encryption at 1, 4 and 64 MiB, once per configuration.

@@ -130,7 +130,7 @@ typedef enum gpuaes_fault {        /* GPUAES_FAULT: the GPU stage that fails on 
 #define GPUAES_COPY_PART_DEFAULT    ((size_t)256 << 10)
 #define GPUAES_COPY_PART_MIN        ((size_t)4 << 10)
 #define GPUAES_COPY_PART_MAX        ((size_t)64 << 20)
-/* Keystream queued or in flight at once, process-wide (cuda/ks_launcher.cu):
+/* Keystream queued or in flight at once, process-wide (cuda/keystream/ks_launcher.cu):
  * a fill beyond it is refused, so no keystream window may be larger. */
 #define GPUAES_KS_INFLIGHT_MAX      ((size_t)32 << 20)
 
@@ -172,7 +172,7 @@ int gpuaes_gpu_available(void);
 /* Starts the initialisation if needed, waits until it is over, and answers
  * as gpuaes_gpu_available().  For explicit questions (provider parameters,
  * tests) and for the one call that decides to start the GPU (the provider's
- * offload_gpu_up: see cuda/device.cu, "Start-up"). */
+ * offload_gpu_up: see cuda/runtime/device.cu, "Start-up"). */
 int gpuaes_gpu_wait(void);
 
 /* 1 when the GPU can run `op` now: gpuaes_gpu_available(), and for the GCM
@@ -263,7 +263,7 @@ void gpuaes_gpu_memory(gpuaes_gpu_memory_stats *stats);
  * use (every context freed; e.g. at provider unload).  Wipes and frees all
  * staging slots, pooled keystream windows and the GPU layer's threads; the
  * layer stays usable (the next job or window makes them again).
- * Idempotent.  The exit-time release (final) is internal (cuda/gpu_state.h). */
+ * Idempotent.  The exit-time release (final) is internal (cuda/runtime/gpu_state.h). */
 void gpuaes_gpu_release(void);
 
 /* Gives back everything the GPU layer holds: the initialisation thread
@@ -299,7 +299,7 @@ gpuaes_host_copy_task *gpuaes_host_copy_begin(void *dst, const void *src, const 
                                               int stream);
 void gpuaes_host_copy_end(gpuaes_host_copy_task *task);
 
-/* ---- Keystream ahead: asynchronous CTR keystream windows (cuda/ks_windows.cu) ----
+/* ---- Keystream ahead: asynchronous CTR keystream windows (cuda/keystream/ks_windows.cu) ----
  *
  * A window is a pinned host buffer (and its device twin) that the GPU fills
  * with AES-CTR keystream, E(ctr), E(ctr+1), ..., asynchronously.  Fills of all

@@ -1,10 +1,10 @@
-// copy_cpu.cpp - what the staging copy pool (cuda/copy_pool.cpp) costs in
+// copy_cpu.cpp - what the staging copy pool (cuda/copy/copy_pool.cpp) costs in
 // CPU time, not just wall time: N concurrent "jobs", each a loop of staging-
 // like chunks (copy-in, a gap while "the GPU" works, copy-out), optionally
 // with every core kept busy by other processes.  No GPU needed.
 //
 //   g++ -O2 -std=c++17 -pthread -Icuda -Iinclude bench/probe/copy_cpu.cpp
-//       cuda/copy_pool.cpp cuda/copy_kernels.cpp cuda/copy_load.cpp cuda/gpu_settings.cpp -o copy_cpu [-DCOPY_AUTO]
+//       cuda/copy/copy_pool.cpp cuda/copy/copy_part.cpp cuda/copy/copy_load.cpp cuda/runtime/gpu_settings.cpp -o copy_cpu [-DCOPY_AUTO]
 // (-DOLD_POOL: built against an older copy_pool.cpp, for before/after.)
 //   ./copy_cpu THREADS JOBS [BURNERS] [SECONDS] [GAP_US]
 //
@@ -28,7 +28,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "copy_pool.h"
+#include "copy/copy_pool.h"
 #include "gpuaes_gpu.h"
 
 using clk = std::chrono::steady_clock;

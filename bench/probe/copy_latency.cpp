@@ -1,8 +1,8 @@
 // copy_latency.cpp - how long one staging-sized copy takes on the copy pool
-// (cuda/copy_pool.cpp), against one thread's memcpy: the latency that small
+// (cuda/copy/copy_pool.cpp), against one thread's memcpy: the latency that small
 // GPU jobs pay twice (copy-in, copy-out).  No GPU needed.
 //
-//   g++ -O2 -std=c++17 -pthread -Icuda bench/probe/copy_latency.cpp cuda/copy_pool.cpp cuda/copy_kernels.cpp cuda/copy_load.cpp -o copy_latency
+//   g++ -O2 -std=c++17 -pthread -Icuda bench/probe/copy_latency.cpp cuda/copy/copy_pool.cpp cuda/copy/copy_part.cpp cuda/copy/copy_load.cpp -o copy_latency
 //   ./copy_latency [reps]
 //
 // Per size, median microseconds over `reps` copies of the same (cache-warm)
@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "copy_pool.h"
+#include "copy/copy_pool.h"
 
 using clk = std::chrono::steady_clock;
 

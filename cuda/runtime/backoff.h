@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "clock.h"
+#include "runtime/clock.h"
 
 namespace gpuaes {
 

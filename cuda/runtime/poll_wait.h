@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "clock.h"
+#include "runtime/clock.h"
 
 namespace gpuaes {
 

@@ -1,7 +1,8 @@
 // runtime/quiet_thread.h - the GPU layer's own threads (the start-up, the
 // idle release, the copy workers): plain pthreads that take no process
 // signal, since signals are the application's.  Header-only, as all of
-// runtime/: the CPU tests that compile a cuda/ source need nothing more.
+// runtime/'s small utilities: the CPU tests that compile a cuda/ source need
+// nothing more.
 #ifndef GPUAES_RUNTIME_QUIET_THREAD_H
 #define GPUAES_RUNTIME_QUIET_THREAD_H
 

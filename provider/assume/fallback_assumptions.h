@@ -8,7 +8,7 @@
  * behaviour it relies on; a libcrypto that behaves otherwise would make
  * gpuaes answer wrongly without an error.  Each has a check of the same name
  * in provider/assume/assume_block.c or assume_gcm.c (the table: assumptions.c), run
- * by test/test_assumptions.c (every check,
+ * by test/unit/test_assumptions.c (every check,
  * CI) and, those marked "load", when the provider loads: a failure there
  * turns the GPU path off (gpuaes then only forwards to the default provider)
  * with an error on the queue and a debug line.  The code that relies on one

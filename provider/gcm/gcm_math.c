@@ -63,7 +63,7 @@ static inline void reduce_store(unsigned char x[16], uint64_t v3, uint64_t v2, u
 /*
  * The carry-less product of two 64-bit words, low half: ordinary integer
  * multiplies "with holes" (the technique of BearSSL's ghash_ctmul64; the GPU's
- * cuda/ghash.cuh does the same with 32-bit words).  Each operand is split into
+ * cuda/kernels/ghash.cuh does the same with 32-bit words).  Each operand is split into
  * its 4 bit classes (every 4th bit); a product of two classes has its bits in
  * one class, and below bit 64 each of its columns sums at most 15 bit pairs,
  * whose carries land in the 3 bits above, of other classes: masking the class

@@ -9,7 +9,7 @@
  * then every call answers as the layer would before its start-up ("not
  * started", no GPU available, nothing held), so loading gpuaes, a short
  * process and the service backend never map it.  It stays mapped once loaded
- * (RTLD_NODELETE): its threads and its exit handlers (cuda/module_exit.h)
+ * (RTLD_NODELETE): its threads and its exit handlers (cuda/runtime/module_exit.h)
  * live as long as the process, and a later provider load reuses it.
  *
  * Where: GPUAES_LAYER_FILE beside this module (the build tree; the

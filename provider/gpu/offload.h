@@ -131,7 +131,7 @@ int dispatch_cpu_claim(offload_kind kind, size_t keylen);
 void offload_measure_cpu(const gpuaes_prov *prov, const fallback_cipher *fb, offload_kind kind,
                           size_t keylen, size_t ivlen, int enc);
 #ifdef GPUAES_TEST_HOOKS
-/* Model tests (test/test_dispatch_model.c): nonzero, the time dispatch sees;
+/* Model tests (test/unit/test_dispatch_model.c): nonzero, the time dispatch sees;
  * the usable cores in force (set > 0: replaced). */
 extern _Atomic uint64_t dispatch_test_clock;
 long dispatch_test_cores(long set);

@@ -198,7 +198,7 @@ def env_reads(src):
     for d, exts in (("provider", ("c", "h")), ("service", ("c", "h")), ("include", ("h",)),
                     ("cuda", ("c", "cpp", "cu", "cuh", "h"))):
         for e in exts:
-            files += glob.glob(os.path.join(src, d, "**", "*." + e), recursive=True)
+            files += glob.glob(os.path.join(src, d, "**", "*." + e), recursive=True)  # cuda/ has subfolders
     for p in files:
         for m in re.finditer(r'\b(?:secure_)?getenv\s*\(\s*"([^"]+)"\s*\)', open(p).read()):
             if NAME_RE.match(m.group(1)):

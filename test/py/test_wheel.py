@@ -66,7 +66,7 @@ default_properties = ?provider=gpuaes
 """
 MODES = ("ECB", "CBC", "CFB", "CTR", "GCM")
 GPU_OPS = ("ecb-enc", "ecb-dec", "ctr128", "cbc-dec", "cfb-dec", "gcm-enc", "gcm-dec")
-# CTR's keystream ahead, windows that turn over constantly (test/keystream.cmake's
+# CTR's keystream ahead, windows that turn over constantly (test/evp/evp.cmake's
 # knobs): it serves the updates below the offload threshold
 KEYSTREAM = dict(GPUAES_OFFLOAD_MIN_BYTES="1M", GPUAES_KEYSTREAM="1", GPUAES_KEYSTREAM_RAMP_BYTES="4K", GPUAES_KEYSTREAM_MAX_WINDOW="64K",
                  GPUAES_KEYSTREAM_TOTAL_BYTES="1M", GPUAES_KEYSTREAM_MAX_CONTEXTS="16")

@@ -1,0 +1,76 @@
+// host_copy.cpp - gpuaes_host_copy() (include/gpuaes_gpu.h): the copy pool's
+// parallel memcpy for code outside the GPU layer, i.e. the service backend's
+// copies into and out of its shared segment (provider/gpu/gpu_remote.c).  CPU
+// only: the pool (copy_pool.cpp, copy_part.cpp, copy_load.cpp) makes no
+// CUDA call, so an application in service mode gets its copy threads
+// without CUDA.  No libstdc++ either (malloc and placement new): gpuaes.so links
+// this and loads without it.
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "copy/copy_pool.h"
+#include "runtime/gpu_settings.h"
+#include "gpuaes_gpu.h"
+
+struct gpuaes_host_copy_task {
+    gpuaes::CopyTask t;
+};
+
+namespace {
+
+// The flags of a host copy: non-temporal stores where copy_stream allows.
+unsigned copy_flags(int stream)
+{
+    static std::atomic<int> s_stream{-1}; // the copy_stream knob, read once
+    int st = s_stream.load(std::memory_order_relaxed);
+    if (st < 0) {
+        st = gpuaes::gpu_settings().copy_stream != 0;
+        s_stream.store(st, std::memory_order_relaxed);
+    }
+    return stream && st ? gpuaes::kCopyStream : 0;
+}
+
+} // namespace
+
+extern "C" void gpuaes_host_copy(void *dst, const void *src, size_t n, int stream)
+{
+    using namespace gpuaes;
+    copy_pool_enter();
+    CopyTask t;
+    copy_start(&t, dst, src, n, copy_flags(stream));
+    copy_wait(&t);
+    copy_pool_leave();
+}
+
+extern "C" gpuaes_host_copy_task *gpuaes_host_copy_begin(void *dst, const void *src, const void *ks, size_t n,
+                                                         int stream)
+{
+    using namespace gpuaes;
+    void *mem = std::malloc(sizeof(gpuaes_host_copy_task));
+    auto *h = mem != nullptr ? new (mem) gpuaes_host_copy_task : nullptr;
+    copy_pool_enter();
+    if (h == nullptr) { // no memory for a task: this one on the caller's stack, now
+        CopyTask t;
+        copy_start_xor(&t, dst, src, ks, n, copy_flags(stream));
+        copy_wait(&t);
+        copy_pool_leave();
+        return nullptr;
+    }
+    copy_start_xor(&h->t, dst, src, ks, n, copy_flags(stream));
+    return h;
+}
+
+extern "C" void gpuaes_host_copy_end(gpuaes_host_copy_task *h)
+{
+    if (h == nullptr) return;
+    gpuaes::copy_wait(&h->t);
+    gpuaes::copy_pool_leave();
+    h->~gpuaes_host_copy_task();
+    std::free(h);
+}
+
+extern "C" void gpuaes_host_copy_stop(void)
+{
+    gpuaes::copy_pool_stop(false);
+}
