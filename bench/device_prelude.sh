@@ -21,7 +21,7 @@ stop_svc() {
 # GPUAES_TEST_BACKEND, test/CMakeLists.txt), then the GPU tests through the real gpuaesd, the tests
 # configured with GPUAES_TEST_BACKEND=service for that pass (logs in $OUT/ctest-gpu.log, $OUT/ctest-service.log).
 gpu_checks() {
-    ( cd "$B" && GPUAES_MODULE_DIR=$B timeout 230 ctest -j16 --timeout 200 > "$OUT/ctest-gpu.log" 2>&1
+    ( cd "$B" && GPUAES_MODULE_DIR=$B timeout 230 ctest -j16 --timeout 200 --output-on-failure > "$OUT/ctest-gpu.log" 2>&1
       echo "ctest rc=$?"; grep -E "tests passed|\*\*\*Failed|Timeout|Total Test" "$OUT/ctest-gpu.log" | head )
     local d; d=$(mktemp -d)/s
     cmake -DGPUAES_TEST_BACKEND=service "$B" > /dev/null

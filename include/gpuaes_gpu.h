@@ -9,6 +9,9 @@
 #define GPUAES_GPU_H
 
 #include <stddef.h>
+#include <string.h>
+
+#include "gpuaes_counter.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,6 +30,32 @@ typedef enum gpuaes_op {
     GPUAES_GCM_ENCRYPT,
     GPUAES_GCM_DECRYPT
 } gpuaes_op;
+
+/* The chaining state for in[len] of a job of op that starts at state iv (in
+ * place): the counter advanced by len / 16 blocks (CTR128 with full carry,
+ * CTR32 and GCM by inc32), or the last input block (CBC and CFB decryption
+ * chain on the previous ciphertext block); ECB has none.  in: the job's
+ * input, read before an in-place job overwrites it (unused by the counter
+ * modes, whose keystream jobs have none).  The one copy of this rule: the
+ * GPU layer's job results and the service client's pieces use it. */
+static inline void gpuaes_state_after(gpuaes_op op, unsigned char iv[16], const unsigned char *in,
+                                      size_t len)
+{
+    switch (op) {
+    case GPUAES_CTR128:
+        gpuaes_ctr128_add(iv, len / 16);
+        break;
+    case GPUAES_CTR32: case GPUAES_GCM_ENCRYPT: case GPUAES_GCM_DECRYPT:
+        gpuaes_ctr32_add(iv, len / 16);
+        break;
+    case GPUAES_CBC_DECRYPT: case GPUAES_CFB128_DECRYPT:
+        if (len >= 16)
+            memcpy(iv, in + len - 16, 16);
+        break;
+    case GPUAES_ECB_ENCRYPT: case GPUAES_ECB_DECRYPT:
+        break;
+    }
+}
 
 /* Outcome of gpuaes_gpu_run(). */
 typedef enum gpuaes_status {

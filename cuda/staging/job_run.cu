@@ -7,7 +7,6 @@
 #include "kernels/aes_block.cuh"
 #include "copy/copy_pool.h"
 #include "runtime/cuda_guest.h"
-#include "gpuaes_counter.h"
 #include "gpuaes_gpu.h"
 #include "staging/host_register.h"
 #include "runtime/layer_gate.h"
@@ -32,21 +31,6 @@ int kmode_of(gpuaes_op op)
     return -1;
 }
 
-// job->iv_end := the state for in[len], from the job as given (before
-// anything can overwrite in[] in place).
-void end_state(gpuaes_job *job, int kmode)
-{
-    std::memcpy(job->iv_end, job->iv, 16);
-    switch (kmode) {
-    case KM_CTR128: gpuaes_ctr128_add(job->iv_end, job->len / 16); break;
-    case KM_CTR32: gpuaes_ctr32_add(job->iv_end, job->len / 16); break;
-    case KM_CBC_DEC:
-    case KM_CFB_DEC:
-        if (job->len >= 16) std::memcpy(job->iv_end, job->in + job->len - 16, 16);
-        break;
-    default: break;
-    }
-}
 
 // copy_pool_enter() / copy_pool_leave() around one job's pipeline.
 struct CopyPoolUse {
@@ -82,7 +66,7 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
         std::snprintf(job->error, sizeof job->error, "invalid job: bad op, key, buffers or length");
         return;
     }
-    end_state(job, kmode);
+    gpuaes_state_after(job->op, job->iv_end, job->in, job->len); // before in place overwrites in[]
     if (job->len == 0) return;
     if (!gpuaes_gpu_supports(job->op)) {
         job->status = GPUAES_BUSY;

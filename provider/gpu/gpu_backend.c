@@ -7,7 +7,6 @@
 
 #include "debug.h"
 #include "gpu_backend.h"
-#include "gpuaes_counter.h"
 
 _Atomic(const gpu_backend *) gpu_backend_in_use = &gpu_backend_inprocess;
 
@@ -56,16 +55,6 @@ void gpu_job_unstarted(gpuaes_job *job)
     memset(job->ghash_tail, 0, sizeof(job->ghash_tail));
     /* The state for in[len], taken before an in-place job overwrites the input. */
     memcpy(job->iv_end, job->iv, 16);
-    switch (job->op) {
-    case GPUAES_CTR128: gpuaes_ctr128_add(job->iv_end, job->len / 16); break;
-    case GPUAES_CTR32: case GPUAES_GCM_ENCRYPT: case GPUAES_GCM_DECRYPT:
-        gpuaes_ctr32_add(job->iv_end, job->len / 16);
-        break;
-    case GPUAES_CBC_DECRYPT: case GPUAES_CFB128_DECRYPT:
-        if (job->len >= 16)
-            memcpy(job->iv_end, job->in + job->len - 16, 16);
-        break;
-    default: break;
-    }
+    gpuaes_state_after(job->op, job->iv_end, job->in, job->len);
     job->status = GPUAES_BUSY;
 }

@@ -29,7 +29,6 @@
 
 #include "debug.h"
 #include "gpu_backend.h"
-#include "gpuaes_counter.h"
 #include "gpuaesd_client.h"
 #include "gpuaesd_load.h"
 #include "gcm/gcm_math.h"
@@ -613,17 +612,6 @@ static unsigned char *slot_of(pipe_state *ps, size_t n)
     return ps->seg + (n % ps->w) * ps->chunk;
 }
 
-/* The state after `len` bytes from `iv` (in: the piece's input, still intact). */
-static void advance_state(gpuaes_op op, unsigned char iv[16], const unsigned char *in, size_t len)
-{
-    switch (op) {
-    case GPUAES_CTR128: gpuaes_ctr128_add(iv, len / 16); break;
-    case GPUAES_CTR32: case GPUAES_GCM_ENCRYPT: case GPUAES_GCM_DECRYPT: gpuaes_ctr32_add(iv, len / 16); break;
-    case GPUAES_CBC_DECRYPT: case GPUAES_CFB128_DECRYPT: memcpy(iv, in + len - 16, 16); break;
-    default: break;
-    }
-}
-
 /* Copies the next piece into its slot (CTR as keystream: nothing to copy). */
 static void copy_in(pipe_state *ps)
 {
@@ -638,7 +626,7 @@ static void copy_in(pipe_state *ps)
     memcpy(p->iv, ps->next_iv, 16);
     if (!ps->keystream)
         gpuaes_host_copy(slot_of(ps, n), job->in + p->off, p->len, 0);
-    advance_state(job->op, ps->next_iv, job->in + p->off, p->len);
+    gpuaes_state_after(job->op, ps->next_iv, job->in != NULL ? job->in + p->off : NULL, p->len);
     ps->next_off += p->len;
     ps->n_in++;
 }
