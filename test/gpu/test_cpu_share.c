@@ -90,15 +90,30 @@ int main(int argc, char **argv)
     test_rand_bytes(key, sizeof(key));
     test_rand_bytes(aad, sizeof(aad));
     test_rand_bytes(in, max);
-    for (size_t i = 0; i < API_NCIPHERS; i++)
-        for (int enc = 0; enc < 2; enc++) {
-            int g = strstr(api_ciphers[i], "GCM") != NULL ? 2 : strstr(api_ciphers[i], "CTR") != NULL ? 0 : 1;
-            uint64_t s0 = test_cpu_share_bytes(&env), j0 = test_gpu_bytes(&env);
+    /* The caller takes a piece only when the pipeline leaves it idle with
+     * blocks unclaimed: on a real GPU beside other busy processes (ctest -j16)
+     * a group's jobs may all end before that.  A group that should have seen
+     * the share and did not runs again, up to 4 more times. */
+    for (int round = 0; round < 5; round++) {
+        int again = 0;
 
-            run_cipher(&env, api_ciphers[i], enc, in, ref, buf, ct);
-            share[g] += test_cpu_share_bytes(&env) - s0;
-            jobs[g] += test_gpu_bytes(&env) - j0;
-        }
+        for (size_t i = 0; i < API_NCIPHERS; i++)
+            for (int enc = 0; enc < 2; enc++) {
+                int g = strstr(api_ciphers[i], "GCM") != NULL ? 2 : strstr(api_ciphers[i], "CTR") != NULL ? 0 : 1;
+                uint64_t s0 = test_cpu_share_bytes(&env), j0 = test_gpu_bytes(&env);
+
+                if (round > 0 && !(want[g] && share[g] == 0))
+                    continue;
+                run_cipher(&env, api_ciphers[i], enc, in, ref, buf, ct);
+                share[g] += test_cpu_share_bytes(&env) - s0;
+                jobs[g] += test_gpu_bytes(&env) - j0;
+            }
+        for (int g = 0; g < 3; g++)
+            again |= want[g] && share[g] == 0;
+        if (!again)
+            break;
+        printf("round %d: a group's share did not run yet; again\n", round + 1);
+    }
     for (int g = 0; g < 3; g++) {
         printf("GPU jobs, %s: %llu bytes (%llu by the callers' shares)\n", group[g],
                (unsigned long long)jobs[g], (unsigned long long)share[g]);
