@@ -352,7 +352,7 @@ static int keystream_get_params(const gpuaes_prov *prov, OSSL_PARAM params[])
     OSSL_PARAM *p;
 
     p = OSSL_PARAM_locate(params, "keystream");
-    if (p != NULL && !OSSL_PARAM_set_int(p, prov->ks_enabled && !prov->gpu_path_off))
+    if (p != NULL && !OSSL_PARAM_set_int(p, offload_keystream_on(prov)))
         return 0;
     p = OSSL_PARAM_locate(params, "keystream-made");
     if (p != NULL && !OSSL_PARAM_set_uint64(p, ks_bytes_made()))

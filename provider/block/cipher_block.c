@@ -89,7 +89,7 @@ static __attribute__((noinline)) void gpu_min_compute(block_ctx *c, uint64_t inp
         ? offload_threshold(c->prov, kind_of(c)) : SIZE_MAX;
     c->track = !buffers_blocks(c) || c->gpu_min == SIZE_MAX ? 0
                : !c->enc && c->pad ? TRACK_LAST : TRACK_WHOLE;
-    c->ramp_start = c->var->mode == MODE_CTR && c->prov->ks_enabled && !c->prov->gpu_path_off && !c->tls && c->key_set
+    c->ramp_start = c->var->mode == MODE_CTR && offload_keystream_on(c->prov) && !c->tls && c->key_set
         && c->ks == NULL ? c->prov->ks_ramp : SIZE_MAX;
     /* set_hot's bound right after: 0 in keystream mode */
     c->hot_start = c->ks != NULL ? 0 : c->ramp_start < c->gpu_min ? c->ramp_start : c->gpu_min;

@@ -55,6 +55,11 @@ size_t offload_threshold(const gpuaes_prov *prov, offload_kind kind)
     return prov->gpu_path_off ? SIZE_MAX : prov->offload_min[kind];
 }
 
+int offload_keystream_on(const gpuaes_prov *prov)
+{
+    return prov->ks_enabled && !prov->gpu_path_off;
+}
+
 offload_gate_answer offload_gate(const gpuaes_prov *prov, const offload_call *call, size_t len)
 {
     if (len < offload_threshold(prov, call->kind) || len < 16 || !offload_gpu_up(prov, len)

@@ -66,6 +66,8 @@ offload_gate_answer offload_gate(const gpuaes_prov *prov, const offload_call *ca
 /* The threshold in force for kind (SIZE_MAX: never; the GPU path is off when
  * the default provider failed an assumption at load). */
 size_t offload_threshold(const gpuaes_prov *prov, offload_kind kind);
+/* Keystream ahead (CTR) in force: the knob, unless the GPU path is off. */
+int offload_keystream_on(const gpuaes_prov *prov);
 
 /*
  * How a cipher family finishes a GPU job on the CPU (offload_job).  arg is
