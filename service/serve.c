@@ -326,20 +326,52 @@ static uint32_t take_spare(client *c, uint64_t seg_size, int *sfd)
     return GPUAESD_OK;
 }
 
-/* The registration thread: waits for the GPU's start-up (the layer's call
- * never does), then registers.  A failure is logged and counted; the client
- * is served through the layer's staging meanwhile and then. */
+/* GPUAESD_JOB_LOG=1 (measurements, with --foreground): a line per job on
+ * stderr, its wait in the client's queue and its run (the GPU bound's wait
+ * included), and one per segment registered for DMA. */
+static int job_log;
+
+/*
+ * Gives every page of c's segment its memory, reading one byte a page (a
+ * read fault allocates a shared memfd page; nothing is written, so the
+ * client's data is safe).  A client's fresh memfd has none yet, and
+ * cudaHostRegister would fault them in itself while it holds the CUDA
+ * driver's lock, which every other client's job then waits for: 64 MiB took
+ * it ~25 ms that way, ~4 ms with its pages in place (H200,
+ * bench/results/README.md: register-stall).
+ */
+static void fault_in(const client *c)
+{
+    const volatile unsigned char *p = c->seg;
+    long page = sysconf(_SC_PAGESIZE);
+    size_t step = page > 0 ? (size_t)page : 4096;
+
+    for (size_t i = 0; i < (size_t)c->seg_size; i += step)
+        (void)p[i];
+}
+
+/* The registration thread: faults the segment in, waits for the GPU's
+ * start-up (the layer's call never does), then registers.  A failure is
+ * logged and counted; the client is served through the layer's staging
+ * meanwhile and then. */
 static void *register_main(void *arg)
 {
     client *c = arg;
     char err[GPUAES_ERROR_SIZE];
     int rc = -1;
+    int64_t t0 = mono_ns(), t1;
 
+    fault_in(c);
+    t1 = mono_ns();
     if (gpuaes_gpu_wait())
         while ((rc = gpuaes_gpu_host_register(c->seg, (size_t)c->seg_size, err)) == 1)
             gpuaes_gpu_wait();         /* the layer was shut down and is starting again */
     else
         snprintf(err, sizeof(err), "%s", gpuaes_gpu_state());
+    if (job_log)
+        gpuaesd_log("client %ld: segment of %llu bytes faulted in in %.1f ms, registered %.1f ms later (rc %d)",
+                    (long)c->pid, (unsigned long long)c->seg_size, (double)(t1 - t0) / 1e6,
+                    (double)(mono_ns() - t1) / 1e6, rc);
     if (rc == 0) {
         atomic_fetch_add(&n_segs_registered, 1);
         atomic_store(&c->dma, DMA_ON);
@@ -418,10 +450,6 @@ static gpuaes_op op_of(uint32_t op)
  * and 16 processes from 0.90x to 0.76x of the default provider).
  */
 static unsigned gpu_jobs_max = 3;
-/* GPUAESD_JOB_LOG=1 (measurements, with --foreground): a line per job on
- * stderr, its wait in the client's queue and its run (the GPU bound's wait
- * included). */
-static int job_log;
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
 static unsigned long long gate_next, gate_turn;
