@@ -5,7 +5,9 @@
  *   gpuaesd [--socket-dir DIR] --status
  *
  * --jobs N (1..64; default GPUAESD_JOBS from the environment, else 4): jobs
- * of one client connection run at once.  --devices LIST ("all", the default,
+ * of one client connection run at once.  --idle-exit SECONDS (default
+ * GPUAESD_IDLE_EXIT, else 60; 0: never): the service a provider starts keeps
+ * its starter's GPUAESD_* variables, so this one sets it for those too.  --devices LIST ("all", the default,
  * or CUDA device numbers "0,2"; else GPUAESD_DEVICES): the GPUs it uses, one
  * process each (devices.c).  `--worker DEVICE` is such a process, started
  * by the service itself with its control socket as fd 3.
@@ -254,10 +256,17 @@ int main(int argc, char **argv)
     const char *dir_arg = NULL, *devices = getenv("GPUAESD_DEVICES");
     char dir[108], err[256];
     long idle_s = 60, jobs = 0, worker = -1;
-    const char *jobs_env = getenv("GPUAESD_JOBS");
+    const char *jobs_env = getenv("GPUAESD_JOBS"), *idle_env = getenv("GPUAESD_IDLE_EXIT");
     int foreground = 0, status = 0, ready = -1, held, activated, lfd, sfd;
     sigset_t sigs;
 
+    if (idle_env != NULL) {            /* ignored unless a number of seconds, as the option takes */
+        char *end;
+        long v = strtol(idle_env, &end, 10);
+
+        if (*idle_env != '\0' && *end == '\0' && v >= 0 && v <= 86400 * 365)
+            idle_s = v;
+    }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--socket-dir") == 0 && i + 1 < argc) {
             dir_arg = argv[++i];

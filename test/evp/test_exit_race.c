@@ -7,8 +7,13 @@
  *   mix: six threads, 16 MiB updates (three AES-256-GCM, three AES-128-ECB),
  *        gpu_start_bytes 0, exit after 150-350 ms.
  *
- * usage: test_exit_race [RUNS [PARALLEL]]      both programs, RUNS children each
+ * usage: test_exit_race [RUNS [PARALLEL [cold]]]   both programs, RUNS children each
  *        test_exit_race --child ctr|mix DELAY_US
+ * cold (the service backend, GPU machine soaks): each child gets a socket
+ * directory of its own under a new temporary one (printed), so that it
+ * starts its own gpuaesd and most often exits while that one starts; the
+ * services exit 1 s after their child (GPUAESD_IDLE_EXIT).  The directories
+ * are left behind.
  * The children load the providers into the default library context, whose
  * OpenSSL exit handler unloads them, as an application's would. */
 #define _GNU_SOURCE
@@ -96,6 +101,8 @@ typedef struct {
 
 /* Runs `runs` children of `program`, `parallel` at a time; returns the
  * number that hung or did not exit with status 0. */
+static char cold_root[64];   /* cold: the children's socket directories go under it */
+
 static int soak(const char *self, const char *program, int runs, int parallel)
 {
     int mix = strcmp(program, "mix") == 0, started = 0, done = 0, bad = 0, hung = 0;
@@ -113,6 +120,12 @@ static int soak(const char *self, const char *program, int runs, int parallel)
                 r[i].pid = fork();
                 if (r[i].pid == 0) {
                     setenv("GPUAES_GPU_START_BYTES", mix ? "0" : (started % 2 ? "64M" : "1M"), 1);
+                    if (cold_root[0] != '\0') {
+                        char dir[128];
+
+                        snprintf(dir, sizeof(dir), "%s/%s-%d", cold_root, program, started);
+                        setenv("GPUAES_SERVICE_DIR", dir, 1);
+                    }
                     execl(self, self, "--child", program, arg, (char *)NULL);
                     _exit(127);
                 }
@@ -155,8 +168,15 @@ int main(int argc, char **argv)
         return child(argv[2], atol(argv[3]));
     runs = argc > 1 ? atoi(argv[1]) : 20;
     parallel = argc > 2 ? atoi(argv[2]) : 2;
-    if (runs <= 0 || parallel <= 0)
+    if (runs <= 0 || parallel <= 0 || (argc > 3 && strcmp(argv[3], "cold") != 0))
         return 2;
+    if (argc > 3) {
+        snprintf(cold_root, sizeof(cold_root), "%s/exit_race.XXXXXX", "/tmp");
+        if (mkdtemp(cold_root) == NULL)
+            return 2;
+        setenv("GPUAESD_IDLE_EXIT", "1", 1);
+        printf("cold: socket directories under %s\n", cold_root);
+    }
     if (!test_env_open(&env))
         return 1;
     test_require_gpu(&env);
