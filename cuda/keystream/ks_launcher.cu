@@ -157,7 +157,7 @@ bool launch_round()
             continue;
         }
         if (e != cudaSuccess) { fail_window(w[i], "launch", e); continue; }
-        cudaError_t c = cudaMemcpyAsync(w[i]->host, w[i]->dev, w[i]->filled, cudaMemcpyDeviceToHost, g_cstream);
+        cudaError_t c = cudaMemcpyAsync(w[i]->buf.host, w[i]->buf.dev, w[i]->filled, cudaMemcpyDeviceToHost, g_cstream);
         if (c == cudaSuccess) c = cudaEventRecord(w[i]->ev, g_cstream);
         if (c == cudaSuccess) c = cudaLaunchHostFunc(g_cstream, on_copied, w[i]);
         if (c != cudaSuccess) {

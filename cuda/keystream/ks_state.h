@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/ks_kernel.h"
+#include "runtime/pinned_pair.h"
 
 namespace gpuaes {
 namespace ks {
@@ -24,8 +25,7 @@ enum WState : int { W_IDLE, W_QUEUED, W_INFLIGHT, W_READY, W_FAILED };
 } // namespace gpuaes
 
 struct gpuaes_ks_window {
-    unsigned char *host = nullptr; // pinned, cap bytes
-    void *dev = nullptr;           // device, cap bytes
+    gpuaes::PinnedPair buf;        // pinned host and device, cap bytes each
     cudaEvent_t ev = nullptr;
     size_t cap = 0;
     std::atomic<int> state{gpuaes::ks::W_IDLE};

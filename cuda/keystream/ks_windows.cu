@@ -2,8 +2,8 @@
 // (include/gpuaes_gpu.h, "Keystream ahead"): the C API, the pool of windows,
 // their release and the fork handler.
 //
-// A window owns a pinned host buffer, a device buffer of the same size and
-// an event.  gpuaes_ks_fill() queues a job for it; the launcher
+// A window owns a pinned host buffer and a device buffer of the same size
+// (runtime/pinned_pair.h) and an event.  gpuaes_ks_fill() queues a job for it; the launcher
 // (ks_launcher.cu) launches queued jobs together.
 //
 // Pool: a freed window is wiped (host now, device by a memset queued on the
@@ -44,6 +44,7 @@
 #include "keystream/ks_state.h"
 #include "runtime/layer_gate.h"
 #include "runtime/memory_cap.h"
+#include "runtime/pinned_pair.h"
 #include "runtime/clock.h"
 
 namespace gpuaes {
@@ -102,14 +103,9 @@ bool reserve_window_slot()
 // `cuda` false (GPU broken) only the host side is wiped, nothing is freed.
 void destroy_buffers(gpuaes_ks_window *w, bool cuda)
 {
-    secure_wipe(w->host, w->dirty);
+    pinned_pair_release(&w->buf, w->dirty, w->dirty, cuda, ok);
     if (cuda) {
-        if (w->dev != nullptr && w->dirty != 0) (void)ok(cudaMemset(w->dev, 0, w->dirty), "cudaMemset");
-        if (w->dev != nullptr) (void)ok(cudaFree(w->dev), "cudaFree");
-        if (w->host != nullptr) (void)ok(cudaFreeHost(w->host), "cudaFreeHost");
         if (w->ev != nullptr) (void)ok(cudaEventDestroy(w->ev), "cudaEventDestroy");
-        w->host = nullptr;
-        w->dev = nullptr;
         w->ev = nullptr;
     }
     w->dirty = 0;
@@ -175,22 +171,17 @@ extern "C" gpuaes_ks_window *gpuaes_ks_window_new(size_t cap)
     gpuaes_ks_window *w = new (std::nothrow) gpuaes_ks_window();
     bool good = w != nullptr && gpu_fault() != Fault::alloc && guest.ok();
     if (good) {
-        bool oom = false; // memory full: back off (memory_cap.h), no retry per window
-        auto alloc = [&oom](cudaError_t e, const char *what) {
-            oom |= e == cudaErrorMemoryAllocation;
-            return ok(e, what);
-        };
         w->cap = cap;
-        // Device memory first: where another process holds it, the attempt
-        // fails before pinning host pages (milliseconds) for nothing.
-        good = alloc(cudaMalloc(&w->dev, cap), "cudaMalloc");
-        if (!good) w->dev = nullptr;
-        if (good) good = alloc(cudaHostAlloc((void **)&w->host, cap, cudaHostAllocDefault), "cudaHostAlloc");
-        if (!good) w->host = nullptr;
+        AllocError err;
+        good = pinned_pair_alloc(&w->buf, cap, cap, false, &err);
+        if (!good) {
+            char why[GPUAES_ERROR_SIZE]; // no caller to tell: only a fatal error's reason keeps it
+            (void)alloc_failed(err, "keystream", why, sizeof why);
+        }
+        // Not a memory allocation: a failure here starts no back-off.
         if (good) good = ok(cudaEventCreateWithFlags(&w->ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");
         if (!good) w->ev = nullptr;
-        if (oom) mem_alloc_failed();
-        else if (good) mem_alloc_ok();
+        if (good) mem_alloc_ok();
     }
     pthread_mutex_lock(&g_lock);
     good = good && !g_closing.load();
@@ -235,7 +226,7 @@ extern "C" gpuaes_status gpuaes_ks_fill(gpuaes_ks_window *w, const gpuaes_key *k
     KsJob &j = w->job;
     std::memcpy(j.rk, key->rk_enc, sizeof j.rk);
     gpuaes_ctr_columns(ctr, j.ctr_be);
-    j.dst = static_cast<uint4 *>(w->dev);
+    j.dst = reinterpret_cast<uint4 *>(w->buf.dev);
     j.nblocks = (uint32_t)(nbytes / 16);
     j.rounds = key->rounds;
     j.ctr32 = ctr32 ? 1 : 0;
@@ -265,7 +256,7 @@ extern "C" int gpuaes_ks_pin(gpuaes_ks_window *w, const unsigned char **data, ch
     *data = nullptr;
     if (w == nullptr || cuda_forbidden() || !enter(w)) return -1;
     const int r = poll(w, error);
-    if (r == 1) *data = w->host; // entered until gpuaes_ks_unpin()
+    if (r == 1) *data = w->buf.host; // entered until gpuaes_ks_unpin()
     else leave(w);
     return r;
 }
@@ -283,14 +274,14 @@ extern "C" void gpuaes_ks_window_free(gpuaes_ks_window *w)
     quiesce(w);
     // Only what fills wrote: a context that got a window but no fill (the
     // in-flight budget was spent) must not pay for wiping all of it.
-    secure_wipe(w->host, w->dirty);
+    secure_wipe(w->buf.host, w->dirty);
     // The device copy: a memset on the kernel stream, ahead of every later
     // fill's kernel (the last D2H that read it is over: quiesce).  No
     // stream: no kernel ever ran, nothing to wipe.
     bool clean = w->dirty == 0 || !g_streams.load();
     if (!clean) {
         CudaGuest guest(true);
-        clean = guest.ok() && ok(cudaMemsetAsync(w->dev, 0, w->dirty, g_kstream), "cudaMemsetAsync");
+        clean = guest.ok() && ok(cudaMemsetAsync(w->buf.dev, 0, w->dirty, g_kstream), "cudaMemsetAsync");
     }
     if (clean) w->dirty = 0;
     w->state.store(W_IDLE, std::memory_order_release);

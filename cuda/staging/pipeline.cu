@@ -194,9 +194,9 @@ class Pipeline {
         // Direct ones neither: their H2D reads in[].
         lane_of(in_).used = true;
         if (ks_out_ || direct_)
-            copy_start(&f.copy, lane_of(in_).host, nullptr, 0, 0);
+            copy_start(&f.copy, lane_of(in_).buf.host, nullptr, 0, 0);
         else
-            copy_start(&f.copy, lane_of(in_).host, job_->in + f.off, f.n, 0);
+            copy_start(&f.copy, lane_of(in_).buf.host, job_->in + f.off, f.n, 0);
         ++in_;
         return true;
     }
@@ -239,12 +239,12 @@ class Pipeline {
         trace_.mark(i, StageTrace::gpu_done);
         Flight &f = flight_of(i);
         Lane &l = lane_of(i);
-        if (gh_ != GhashOver::none) gcm_.append_chunk(l.host + cap_, f.h_pow_n); // S: GHASH of out[0..off + n)
+        if (gh_ != GhashOver::none) gcm_.append_chunk(l.buf.host + cap_, f.h_pow_n); // S: GHASH of out[0..off + n)
         // Urgent: the lane is free only once its copy-out is done.  It
         // zeroes the staging it reads, and a zero-copy chunk's input, which
         // the kernel read from the lane's pinned buffer.
         const unsigned flags = kCopyUrgent | kCopyWipe | (stream_out_ ? kCopyStream : 0);
-        unsigned char *const zc_input = f.result != l.host ? l.host : nullptr;
+        unsigned char *const zc_input = f.result != l.buf.host ? l.buf.host : nullptr;
         if (ks_out_ && job_->in != nullptr)
             copy_start_xor(&f.copy, job_->out + off_of(i), job_->in + off_of(i), f.result, len_of(i), flags);
         else // direct: the D2H wrote out[] already; a keystream job's is the keystream itself
@@ -373,7 +373,7 @@ class Pipeline {
         }
         // Chain block for chunk i+1 (and the iv once this chunk is retired).
         if (kmode_ == KM_CBC_DEC || kmode_ == KM_CFB_DEC) std::memcpy(chain_, f.last_in, 16);
-        f.result = l.host;
+        f.result = l.buf.host;
 
         // Zero-copy: for chunks up to 1 MiB (not GCM, whose GHASH wants the
         // data in device memory) the kernel reads the pinned input and
@@ -390,13 +390,13 @@ class Pipeline {
                 return false;
             // Keystream needs no input and goes where the input would be.
             const size_t result = ks_out_ ? 0 : cap_ + 64;
-            const cudaError_t ez = launch_kernel(kmode_, job_->key->rounds, params_, ks_out_ ? nullptr : l.host_dev,
-                                                 l.host_dev + result, (uint32_t)(n / 16), l.stream);
+            const cudaError_t ez = launch_kernel(kmode_, job_->key->rounds, params_, ks_out_ ? nullptr : l.buf.host_dev,
+                                                 l.buf.host_dev + result, (uint32_t)(n / 16), l.stream);
             if (ez != cudaSuccess) {
                 fail("launch", "cudaLaunchKernel", ez);
                 return false;
             }
-            f.result = l.host + result;
+            f.result = l.buf.host + result;
             return true;
         }
 
@@ -411,7 +411,7 @@ class Pipeline {
             return false;
         }
         e = ks_out_ ? cudaSuccess
-                    : cudaMemcpyAsync(l.din, direct_ ? job_->in + off : l.host, n, cudaMemcpyHostToDevice, l.stream);
+                    : cudaMemcpyAsync(l.din, direct_ ? job_->in + off : l.buf.host, n, cudaMemcpyHostToDevice, l.stream);
         if (e != cudaSuccess) {
             fail("copyin", "cudaMemcpyAsync", e);
             return false;
@@ -431,7 +431,7 @@ class Pipeline {
                 return false;
             }
         }
-        e = cudaMemcpyAsync(direct_ ? job_->out + off : l.host, l.dout, n, cudaMemcpyDeviceToHost, l.stream);
+        e = cudaMemcpyAsync(direct_ ? job_->out + off : l.buf.host, l.dout, n, cudaMemcpyDeviceToHost, l.stream);
         if (e != cudaSuccess) {
             fail("copyout", "cudaMemcpyAsync", e);
             return false;

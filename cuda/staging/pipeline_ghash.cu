@@ -47,7 +47,7 @@ cudaError_t JobGhash::enqueue(Lane &l, G128 &h_pow_n, const void *data, uint32_t
     h_pow_n = pl.m == 1 ? pow_from_squares(nb) : gf_pow(h_, nb);
     // The chunk's GHASH goes straight to the lane's pinned slot (mapped):
     // one API call fewer than a 16-byte D2H (~4 us each, measured).
-    return launch_ghash(gparams_, pl, data, l.dgh, reinterpret_cast<G128 *>(l.host_dev + cap), l.stream);
+    return launch_ghash(gparams_, pl, data, l.dgh, reinterpret_cast<G128 *>(l.buf.host_dev + cap), l.stream);
 }
 
 // Built once per job into the first lane's pinned area that needs them,
@@ -59,7 +59,7 @@ cudaError_t JobGhash::ensure_frags(Lane &l)
     uint32_t diff = 0;
     for (int i = 0; i < 4; ++i) diff |= l.frags_h.w[i] ^ h_.w[i];
     if (l.frags_ok && diff == 0) return cudaSuccess;
-    GhashFrags *f = reinterpret_cast<GhashFrags *>(l.host + lane_frags_offset(config()));
+    GhashFrags *f = reinterpret_cast<GhashFrags *>(l.buf.host + lane_frags_offset(config()));
     l.frags_host = true;
     if (frags_ == nullptr) {
         if (pw_m_ != 1) { // the plans' unit (ghash_plan): pw_[L] = H^(2^L)

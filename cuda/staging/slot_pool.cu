@@ -12,6 +12,7 @@
 #include "runtime/fault.h"
 #include "runtime/gpu_state.h"
 #include "runtime/memory_cap.h"
+#include "runtime/pinned_pair.h"
 #include "runtime/clock.h"
 
 namespace gpuaes {
@@ -57,6 +58,14 @@ void set_state(Slot *s, SlotState st)
     pthread_mutex_unlock(&g_pool_lock);
 }
 
+// A CUDA call of a slot's release: a fatal error disables the GPU (one
+// reason for every call).
+bool check_release(cudaError_t e, const char * /* call */)
+{
+    if (error_is_fatal(e)) mark_gpu_broken("staging: releasing a slot");
+    return e == cudaSuccess;
+}
+
 // Frees a slot's resources, wiping pinned and device buffers first when
 // `wipe`.  Best effort: errors are ignored (a sticky one disables the GPU).
 // With `cuda` false (GPU broken) only host memory is wiped and nothing is
@@ -64,19 +73,13 @@ void set_state(Slot *s, SlotState st)
 void destroy_slot(Slot *s, bool wipe, bool cuda)
 {
     const StagingConfig &cf = config();
-    auto check = [](cudaError_t e) {
-        if (error_is_fatal(e)) mark_gpu_broken("staging: releasing a slot");
-    };
     for (Lane &l : s->lane) {
-        if (cuda && l.stream != nullptr) check(cudaStreamSynchronize(l.stream)); // no DMA in flight
-        if (wipe && l.host != nullptr) secure_wipe(l.host, lane_host_bytes(cf));
+        if (cuda && l.stream != nullptr) check_release(cudaStreamSynchronize(l.stream), "cudaStreamSynchronize"); // no DMA in flight
         secure_wipe(&l.frags_h, sizeof l.frags_h);
+        pinned_pair_release(&l.buf, wipe ? lane_host_bytes(cf) : 0, wipe ? dmem_bytes() : 0, cuda, check_release);
         if (!cuda) continue;
-        if (wipe && l.dmem != nullptr) check(cudaMemset(l.dmem, 0, dmem_bytes()));
-        if (l.dmem != nullptr) check(cudaFree(l.dmem));
-        if (l.host != nullptr) check(cudaFreeHost(l.host));
-        if (l.idle_ev != nullptr) check(cudaEventDestroy(l.idle_ev));
-        if (l.stream != nullptr) check(cudaStreamDestroy(l.stream));
+        if (l.idle_ev != nullptr) check_release(cudaEventDestroy(l.idle_ev), "cudaEventDestroy");
+        if (l.stream != nullptr) check_release(cudaStreamDestroy(l.stream), "cudaStreamDestroy");
         l = Lane();
     }
     s->nlanes = 0;
@@ -95,8 +98,6 @@ bool create_slot(Slot *s, gpuaes_job *job)
         return false;
     }
     const StagingConfig &cf = config();
-    cudaError_t e = cudaSuccess;
-    const char *call = "";
     // Another process may hold the device's memory.  A slot that cannot fit
     // fails here, before its pinned buffers cost milliseconds to make and
     // free (H200, 557 MiB free: each failed attempt cost the caller enough
@@ -113,26 +114,22 @@ bool create_slot(Slot *s, gpuaes_job *job)
         return false;
     }
     s->nlanes = cf.lanes;
+    AllocError err;
     for (int k = 0; k < cf.lanes; ++k) {
         Lane &l = s->lane[k];
-        if ((e = cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking)) != cudaSuccess) { call = "cudaStreamCreateWithFlags"; l.stream = nullptr; break; }
-        if ((e = cudaEventCreateWithFlags(&l.idle_ev, cudaEventBlockingSync | cudaEventDisableTiming)) != cudaSuccess) { call = "cudaEventCreateWithFlags"; l.idle_ev = nullptr; break; }
-        if ((e = cudaHostAlloc((void **)&l.host, lane_host_bytes(cf), cudaHostAllocMapped)) != cudaSuccess) { call = "cudaHostAlloc"; l.host = nullptr; break; }
-        if ((e = cudaHostGetDevicePointer((void **)&l.host_dev, l.host, 0)) != cudaSuccess) { call = "cudaHostGetDevicePointer"; break; }
-        if ((e = cudaMalloc((void **)&l.dmem, dmem_bytes())) != cudaSuccess) { call = "cudaMalloc"; l.dmem = nullptr; break; }
-        l.din = l.dmem;
-        l.dout = l.dmem + cf.chunk;
-        l.dgh = reinterpret_cast<G128 *>(l.dmem + 2 * cf.chunk); // chunk: a power of two >= 64 KiB, aligned
-        if ((e = cudaMemsetAsync(l.dgh, 0, kGhashBytes, l.stream)) != cudaSuccess) { call = "cudaMemsetAsync"; break; } // launch_ghash's counter
+        if (!alloc_call(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", &err)) { l.stream = nullptr; break; }
+        if (!alloc_call(cudaEventCreateWithFlags(&l.idle_ev, cudaEventBlockingSync | cudaEventDisableTiming), "cudaEventCreateWithFlags", &err)) { l.idle_ev = nullptr; break; }
+        if (!pinned_pair_alloc(&l.buf, lane_host_bytes(cf), dmem_bytes(), true, &err)) break; // mapped: zero-copy chunks
+        l.din = l.buf.dev;
+        l.dout = l.buf.dev + cf.chunk;
+        l.dgh = reinterpret_cast<G128 *>(l.buf.dev + 2 * cf.chunk); // chunk: a power of two >= 64 KiB, aligned
+        if (!alloc_call(cudaMemsetAsync(l.dgh, 0, kGhashBytes, l.stream), "cudaMemsetAsync", &err)) break; // launch_ghash's counter
     }
-    if (e == cudaSuccess) {
+    if (err.error == cudaSuccess) {
         mem_alloc_ok();
         return true;
     }
-    if (e == cudaErrorMemoryAllocation) mem_alloc_failed(); // no retry per call: memory_cap.h
-    std::snprintf(job->error, sizeof job->error, "alloc: %s: %s", call, cudaGetErrorString(e));
-    if (error_is_fatal(e)) {
-        mark_gpu_broken(job->error);
+    if (alloc_failed(err, "alloc", job->error, sizeof job->error)) { // fatal: the GPU is marked broken
         destroy_slot(s, false, false);
         for (Lane &l : s->lane) l = Lane(); // leaked: the context is unusable anyway
     } else {
@@ -180,12 +177,12 @@ bool wipe_lanes(Slot *s, bool complete, bool *fatal)
     bool good = true;
     for (int k = 0; k < s->nlanes; ++k) {
         Lane &l = s->lane[k];
-        if (!complete && l.used) secure_wipe(l.host, lane_host_bytes(cf));
-        else if (l.frags_host) secure_wipe(l.host + lane_frags_offset(cf), sizeof(GhashFrags));
+        if (!complete && l.used) secure_wipe(l.buf.host, lane_host_bytes(cf));
+        else if (l.frags_host) secure_wipe(l.buf.host + lane_frags_offset(cf), sizeof(GhashFrags));
         l.frags_host = false;
         l.used = false;
         if (l.dev_hi == 0) continue;
-        const cudaError_t e = cudaMemsetAsync(l.dmem + l.dev_lo, 0, l.dev_hi - l.dev_lo, l.stream);
+        const cudaError_t e = cudaMemsetAsync(l.buf.dev + l.dev_lo, 0, l.dev_hi - l.dev_lo, l.stream);
         if (e != cudaSuccess) {
             if (error_is_fatal(e)) {
                 *fatal = true;

@@ -20,6 +20,7 @@
 #include "kernels/ghash.cuh"
 #include "kernels/ghash_launch.h"
 #include "gpuaes_gpu.h"
+#include "runtime/pinned_pair.h"
 #include "staging/staging_config.h"
 
 namespace gpuaes {
@@ -47,10 +48,10 @@ constexpr size_t kDeviceHeadroom = size_t(64) << 20;
 struct Lane {
     cudaStream_t stream = nullptr;
     cudaEvent_t idle_ev = nullptr; // blocking-sync event: the caller sleeps on the lane's chunk
-    unsigned char *host = nullptr; // pinned, lane_host_bytes(): input, then the chunk's output (+ GHASH)
-    unsigned char *host_dev = nullptr; // the same memory as the device sees it (mapped)
-    // Device memory, one allocation (one memset wipes it): din | dout | dgh.
-    unsigned char *dmem = nullptr;
+    // host: pinned and mapped (host_dev), lane_host_bytes(): input, then the
+    // chunk's output (+ GHASH).  dev: dmem_bytes(), one allocation (one
+    // memset wipes it): din | dout | dgh.
+    PinnedPair buf;
     void *din = nullptr;           // device input, chunk bytes
     void *dout = nullptr;          // device output (separate: CBC/CFB read in[j-1])
     G128 *dgh = nullptr;           // device GHASH scratch, kGhashBytes
@@ -59,7 +60,7 @@ struct Lane {
     G128 frags_h{};
     bool frags_ok = false;
     // Written by the job now running, wiped at its end: device bytes
-    // [dev_lo, dev_hi) of dmem, the pinned matrices, anything pinned at all.
+    // [dev_lo, dev_hi) of buf.dev, the pinned matrices, anything pinned at all.
     size_t dev_lo = 0, dev_hi = 0;
     bool frags_host = false;
     bool used = false;
@@ -75,7 +76,7 @@ struct Slot {
     Lane lane[kMaxLanes];
 };
 
-// Device bytes [lo, hi) of l.dmem written by the job now running.
+// Device bytes [lo, hi) of l.buf.dev written by the job now running.
 inline void note_device(Lane &l, size_t lo, size_t hi)
 {
     if (l.dev_hi == 0 || lo < l.dev_lo) l.dev_lo = lo;
