@@ -6,7 +6,7 @@
 #     gpuaesd as built and against gpuaesd built from the previous serve.c (.ab/serve-old.c, carried).
 #  3. Killed service on the GPU: 16 test_diff processes (every cipher, random splits, up to 4 MiB, forced
 #     to the GPU path), gpuaesd SIGKILLed at a random point: 3 times.
-#  4. Exit soak, cold: test_exit_race 300 runs of each program, 2 at a time, each child with a socket
+#  4. Exit soak, cold: test_exit_race 200 runs of each program, 2 at a time, each child with a socket
 #     directory of its own (it starts its own gpuaesd, which exits 1 s after it).
 # Run as: bash .../b-driver.sh 2>&1 | tee $OUT/driver.log | tail -40
 source bench/device_prelude.sh
@@ -44,13 +44,13 @@ done
 tar czf $OUT/stall.tgz -C $OUT stall && rm -rf $OUT/stall
 echo "after stall $(( $(date +%s) - t0 )) s"
 for k in 1 2 3; do
-  GPUAES_MODULE_DIR=$B GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_DISPATCH=force GPUAES_GPU_START_BYTES=0 timeout 70 \
+  GPUAES_MODULE_DIR=$B GPUAES_OFFLOAD_MIN_BYTES=0 GPUAES_DISPATCH=force GPUAES_GPU_START_BYTES=0 timeout 60 \
     bash test/service/service_run.sh $B/gpuaesd killed16 $B/test/test_diff --threads 1 --iterations 12 \
     --max-bytes 4M > $OUT/killed16-$k.txt 2>&1
   echo "killed16 pass $k: rc=$?"; grep "service_run" $OUT/killed16-$k.txt | tail -2
 done
 echo "after killed16 $(( $(date +%s) - t0 )) s"
-GPUAES_SERVICE_PATH=$B/gpuaesd GPUAES_MODULE_DIR=$B timeout 150 stdbuf -oL $B/test/test_exit_race 300 2 cold \
+GPUAES_SERVICE_PATH=$B/gpuaesd GPUAES_MODULE_DIR=$B timeout 120 stdbuf -oL $B/test/test_exit_race 200 2 cold \
   > $OUT/exit-cold.txt 2>&1; echo "exit soak, cold service: rc=$?"; grep -E "runs|hung" $OUT/exit-cold.txt | tail -4
 sleep 2; echo "gpuaesd left: $(pgrep -c gpuaesd)"
 tar czf $OUT/logs.tgz -C $OUT exit-cold.txt killed16-1.txt killed16-2.txt killed16-3.txt ctest-gpu.log ctest-service.log \
