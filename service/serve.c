@@ -337,8 +337,8 @@ static int job_log;
  * client's data is safe).  A client's fresh memfd has none yet, and
  * cudaHostRegister would fault them in itself while it holds the CUDA
  * driver's lock, which every other client's job then waits for: 64 MiB took
- * it ~25 ms that way, ~4 ms with its pages in place (H200,
- * bench/results/README.md: register-stall).
+ * it 27-33 ms that way, 3.5-4.8 ms with its pages in place (H200: docs/SERVICE.md,
+ * "Registration for DMA").
  */
 static void fault_in(const client *c)
 {
