@@ -292,7 +292,7 @@ void gpuaes_gpu_memory(gpuaes_gpu_memory_stats *stats);
  * use (every context freed; e.g. at provider unload).  Wipes and frees all
  * staging slots, pooled keystream windows and the GPU layer's threads; the
  * layer stays usable (the next job or window makes them again).
- * Idempotent.  The exit-time release (final) is internal (cuda/runtime/gpu_state.h). */
+ * Idempotent.  The exit-time release (final) is internal (cuda/runtime/lifecycle.h). */
 void gpuaes_gpu_release(void);
 
 /* Gives back everything the GPU layer holds: the initialisation thread

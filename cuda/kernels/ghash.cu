@@ -21,11 +21,12 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstdint>
 
 #include "kernels/ghash.cuh"
 #include "kernels/ghash_launch.h"
 #include "kernels/ghash_mma.cuh"
-#include "runtime/gpu_state.h"
+#include "runtime/device.h"
 #include "kernels/pdl.cuh"
 
 

@@ -14,6 +14,7 @@
 // somebody else's.
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <pthread.h>
@@ -24,7 +25,7 @@
 #include "kernels/aes_key.h"
 #include "runtime/cuda_guest.h"
 #include "runtime/fault.h"
-#include "runtime/gpu_state.h"
+#include "runtime/device.h"
 #include "gpuaes_gpu.h"
 #include "keystream/ks_state.h"
 #include "runtime/capped_count.h"

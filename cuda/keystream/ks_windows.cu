@@ -24,9 +24,12 @@
 //
 // Fork: in a child of a process that used CUDA nothing here makes a CUDA
 // call or touches a pinned buffer (ready() answers -1, free() only forgets).
+#include "keystream/ks_windows.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -38,7 +41,8 @@
 #include "kernels/aes_key.h"
 #include "runtime/cuda_guest.h"
 #include "runtime/fault.h"
-#include "runtime/gpu_state.h"
+#include "runtime/device.h"
+#include "runtime/lifecycle.h"
 #include "gpuaes_counter.h"
 #include "gpuaes_gpu.h"
 #include "keystream/ks_state.h"

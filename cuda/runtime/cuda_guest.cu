@@ -9,7 +9,7 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
-#include "runtime/gpu_state.h"
+#include "runtime/device.h"
 
 namespace gpuaes {
 namespace {

@@ -24,6 +24,7 @@
 // such thread exists in the child.
 #include <atomic>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -36,7 +37,10 @@
 #include "runtime/cuda_guest.h"
 #include "runtime/fault.h"
 #include "runtime/gpu_settings.h"
-#include "runtime/gpu_state.h"
+#include "runtime/device.h"
+#include "keystream/ks_windows.h"
+#include "runtime/lifecycle.h"
+#include "staging/slot_pool.h"
 #include "gpuaes_gpu.h"
 #include "staging/host_register.h"
 #include "runtime/layer_gate.h"
@@ -152,7 +156,7 @@ bool quiesce_at_exit()
     g_exiting.store(true); // gpuaes_gpu_available() answers 0: new jobs get BUSY
     const bool quiet = layer_close(until - mono_ns());
     // Threads joined, slots and windows wiped and freed except those other
-    // threads still use (gpu_state.h).
+    // threads still use (lifecycle.h).
     gpu_resources_release(true);
     return quiet && !keystream_in_use();
 }
@@ -416,7 +420,7 @@ extern "C" void gpuaes_gpu_shutdown(void)
     if (g_init_state.load() != kInitDone) return;   // never started: nothing to give back
     if (!g_exiting.load()) {
         host_ranges_release(); // ranges a caller left registered
-        gpu_resources_release(false); // reusable: gpu_state.h
+        gpu_resources_release(false); // reusable: lifecycle.h
     }
     // Forget the initialisation: a later load starts afresh.
     pthread_mutex_lock(&g_init_lock);

@@ -1,20 +1,25 @@
 // lifecycle.cu - giving the GPU layer's resources back: the idle release
 // thread (slots and pooled keystream windows idle for idle_release_ns() are
 // wiped and freed) and gpu_resources_release() (provider unload, exit).
-// See gpu_state.h for the contracts.
+// See lifecycle.h for the contracts.
 //
 // The thread is started by the first slot or window that may become idle
 // (idle_release_kick), sleeps on a timed condition variable while anything
 // is held, without a timeout once nothing is, and is joined by every
 // release.  Its signals are blocked.  A forked child never runs it (the
 // thread does not exist there, and a child of a CUDA user holds nothing).
+#include "runtime/lifecycle.h"
+
 #include <cerrno>
+#include <cstdint>
 #include <ctime>
 #include <pthread.h>
 
 #include "copy/copy_pool.h"
 #include "runtime/gpu_settings.h"
-#include "runtime/gpu_state.h"
+#include "runtime/device.h"
+#include "keystream/ks_windows.h"
+#include "staging/slot_pool.h"
 #include "gpuaes_gpu.h"
 #include "runtime/clock.h"
 #include "runtime/quiet_thread.h"

@@ -7,7 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/aes_key.h"
-#include "runtime/gpu_state.h"
+#include "runtime/device.h"
 #include "runtime/memory_cap.h"
 
 namespace gpuaes {

@@ -11,7 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "runtime/cuda_guest.h"
-#include "runtime/gpu_state.h"
+#include "runtime/device.h"
 #include "gpuaes_gpu.h"
 #include "runtime/layer_gate.h"
 

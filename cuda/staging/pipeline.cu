@@ -12,7 +12,7 @@
 #include "kernels/aes_key.h"
 #include "copy/copy_pool.h"
 #include "runtime/fault.h"
-#include "runtime/gpu_state.h"
+#include "runtime/device.h"
 #include "gpuaes_counter.h"
 #include "staging/pipeline_ghash.h"
 #include "runtime/clock.h"

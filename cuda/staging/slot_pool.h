@@ -104,6 +104,18 @@ Slot *take_slot(gpuaes_job *job);
 // after a fatal error, its pinned memory wiped and the rest left allocated.
 void give_back_slot(Slot *s, bool idle, bool fatal);
 
+// ---- The slot pool's hooks: the release (lifecycle.cu), the fork handler
+// (device.cu) ----
+
+// Frees the slots idle for `idle` ns at `now` (true: something is still
+// held that may become idle later).
+bool staging_trim(int64_t now, int64_t idle);
+// Releases every slot (gpu_resources_release, lifecycle.h, says what
+// `final` leaves alone).
+void staging_release(bool final);
+// Resets the slot pool's lock in a forked child.
+void staging_atfork_child();
+
 } // namespace gpuaes
 
 #endif
