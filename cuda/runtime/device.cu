@@ -65,7 +65,7 @@ pthread_t g_init_thread;
 bool g_init_joinable = false; // under g_init_lock
 std::atomic<bool> g_cuda_touched{false};     // a CUDA call was made (or begun) in this process
 std::atomic<bool> g_child_after_cuda{false}; // we are a child forked after that
-std::atomic<bool> g_exiting{false};          // the exit-time release ran
+std::atomic<bool> g_closed_at_exit{false};   // the exit-time release closed the layer: no new job
 std::atomic<bool> g_atfork_registered{false};
 std::atomic<bool> g_broken_claimed{false};
 std::atomic<const char *> g_broken_desc{nullptr};
@@ -111,9 +111,9 @@ void register_atfork_once()
     }
 }
 
-std::atomic<bool> g_process_exiting{false};
+std::atomic<bool> g_exit_began{false}; // exit or dlclose began: nothing starts any more
 
-bool exit_began() { return g_process_exiting.load(std::memory_order_relaxed); }
+bool exit_began() { return g_exit_began.load(std::memory_order_relaxed); }
 
 // How long exit waits for CUDA calls under way (the init thread's, jobs'):
 // the call in progress is at most a cold cuInit or a context creation
@@ -141,7 +141,7 @@ bool join_until(pthread_t t, int64_t until)
 // module mapped.  True: nothing of CUDA is under way or to come.
 bool quiesce_at_exit()
 {
-    g_process_exiting.store(true); // start_init starts nothing from now on
+    g_exit_began.store(true); // start_init starts nothing from now on
     if (g_child_after_cuda.load()) return false; // the parent's CUDA: not one call, no teardown
     const int64_t until = mono_ns() + kExitWaitNs;
     pthread_mutex_lock(&g_init_lock);
@@ -153,7 +153,7 @@ bool quiesce_at_exit()
         copy_pool_stop(true); // the service backend's copy threads (gpuaes_host_copy), if any
         return true;
     }
-    g_exiting.store(true); // gpuaes_gpu_available() answers 0: new jobs get BUSY
+    g_closed_at_exit.store(true); // gpuaes_gpu_available() answers 0: new jobs get BUSY
     const bool quiet = layer_close(until - mono_ns());
     // Threads joined, slots and windows wiped and freed except those other
     // threads still use (lifecycle.h).
@@ -362,7 +362,7 @@ extern "C" int gpuaes_gpu_available(void)
         start_init(); // the CPU serves this call; the GPU, once it is up
         return 0;
     }
-    return g_usable && !gpu_broken() && !g_exiting.load() ? 1 : 0;
+    return g_usable && !gpu_broken() && !g_closed_at_exit.load() ? 1 : 0;
 }
 
 extern "C" int gpuaes_gpu_wait(void)
@@ -418,7 +418,7 @@ extern "C" void gpuaes_gpu_shutdown(void)
     pthread_mutex_unlock(&g_init_lock);
     if (join) pthread_join(g_init_thread, nullptr); // an initialisation under way ends first
     if (g_init_state.load() != kInitDone) return;   // never started: nothing to give back
-    if (!g_exiting.load()) {
+    if (!g_closed_at_exit.load()) {
         host_ranges_release(); // ranges a caller left registered
         gpu_resources_release(false); // reusable: lifecycle.h
     }
