@@ -138,6 +138,10 @@ gpuaes_test(NAME service_list_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service/se
 # exits at once, not at the start's deadline.
 gpuaes_test(NAME service_exit_starting_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service/service_exit_starting.sh
   ${CMAKE_BINARY_DIR}/emu LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV "${_cli_env}" TIMEOUT 60)
+# The idle exit: GPUAESD_IDLE_EXIT for a service started without --idle-exit
+# (a provider's), the option winning over it, a value not a number ignored.
+gpuaes_test(NAME service_idle_exit_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service/service_idle_exit.sh
+  $<TARGET_FILE:gpuaesd_emu> LABELS emu service TIMEOUT 60)
 # The same with GPUAES_GPU_BACKEND unset: the service is gpuaes's default backend.
 gpuaes_test(NAME backend_default_emu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/service/service_list.sh
   $<TARGET_FILE:gpuaesd_emu> ${CMAKE_BINARY_DIR}/emu default
