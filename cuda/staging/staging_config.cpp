@@ -19,8 +19,6 @@ pthread_once_t g_config_once = PTHREAD_ONCE_INIT;
 void read_config()
 {
     // Range-checked by the provider against the same limits (gpuaes_gpu.h).
-    static_assert(GPUAES_STAGING_CHUNK_MIN == kMinChunk && GPUAES_STAGING_CHUNK_MAX == kMaxChunk
-                  && GPUAES_STAGING_LANES_MAX == kMaxLanes, "gpuaes_gpu.h and staging_config.h disagree");
     const gpuaes_gpu_settings s = gpu_settings();
     StagingConfig c;
     size_t p2 = kMinChunk;

@@ -8,20 +8,23 @@
 #include <cstddef>
 #include <vector>
 
+#include "gpuaes_gpu.h"
+
 namespace gpuaes {
 
-constexpr int kMaxLanes = 16;
-constexpr size_t kMinChunk = size_t(64) << 10;
-constexpr size_t kMaxChunk = size_t(64) << 20;
+// The limits the provider range-checks the settings against (one place: gpuaes_gpu.h).
+constexpr int kMaxLanes = GPUAES_STAGING_LANES_MAX;
+constexpr size_t kMinChunk = GPUAES_STAGING_CHUNK_MIN;
+constexpr size_t kMaxChunk = GPUAES_STAGING_CHUNK_MAX;
 
 // Staging shape, read once from the configured settings (tuning; defaults measured).
 struct StagingConfig {
-    size_t chunk = size_t(4) << 20; // GPUAES_STAGING_CHUNK: bytes per chunk buffer, a power of two
-    int lanes = 6;                  // GPUAES_STAGING_LANES: chunks in flight per job
-    size_t first = size_t(256) << 10; // GPUAES_STAGING_FIRST: the first (and least) chunk of a job
+    size_t chunk = GPUAES_STAGING_CHUNK_DEFAULT; // GPUAES_STAGING_CHUNK: bytes per chunk buffer, a power of two
+    int lanes = GPUAES_STAGING_LANES_DEFAULT;   // GPUAES_STAGING_LANES: chunks in flight per job
+    size_t first = GPUAES_STAGING_FIRST_DEFAULT; // GPUAES_STAGING_FIRST: the first (and least) chunk of a job
     bool stream_out = true;         // GPUAES_COPY_STREAM: non-temporal stores into out[]
     long trace_job = 0;             // GPUAES_STAGING_TRACE=N: time the stages of the N-th job (stderr)
-    size_t zero_copy = size_t(1) << 20; // GPUAES_STAGING_ZEROCOPY: chunks up to this long skip H2D/D2H (stage_gpu)
+    size_t zero_copy = GPUAES_STAGING_ZEROCOPY_DEFAULT; // GPUAES_STAGING_ZEROCOPY: chunks up to this long skip H2D/D2H (stage_gpu)
 };
 
 // The configuration in force (read at the first call).
