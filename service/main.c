@@ -251,6 +251,18 @@ static int worker_main(int device, unsigned jobs, long idle_s, int sfd)
     return rc == 0 ? 0 : 1;
 }
 
+/* An idle exit: 0 (never) to a year of seconds.  0, or -1 (*s unchanged). */
+static int parse_seconds(const char *text, long *s)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+
+    if (*end != '\0' || v < 0 || v > 86400 * 365)
+        return -1;
+    *s = v;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *dir_arg = NULL, *devices = getenv("GPUAESD_DEVICES");
@@ -260,21 +272,13 @@ int main(int argc, char **argv)
     int foreground = 0, status = 0, ready = -1, held, activated, lfd, sfd;
     sigset_t sigs;
 
-    if (idle_env != NULL) {            /* ignored unless a number of seconds, as the option takes */
-        char *end;
-        long v = strtol(idle_env, &end, 10);
-
-        if (*idle_env != '\0' && *end == '\0' && v >= 0 && v <= 86400 * 365)
-            idle_s = v;
-    }
+    if (idle_env != NULL && *idle_env != '\0')   /* ignored unless a number of seconds */
+        (void)parse_seconds(idle_env, &idle_s);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--socket-dir") == 0 && i + 1 < argc) {
             dir_arg = argv[++i];
         } else if (strcmp(argv[i], "--idle-exit") == 0 && i + 1 < argc) {
-            char *end;
-
-            idle_s = strtol(argv[++i], &end, 10);
-            if (*end != '\0' || idle_s < 0 || idle_s > 86400 * 365)
+            if (parse_seconds(argv[++i], &idle_s) != 0)
                 usage();
         } else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc) {
             char *end;

@@ -89,6 +89,15 @@ void gpuaesd_publish_end(uint32_t op, uint64_t len, int whole, uint64_t ns, unsi
 /* Zeroes n bytes in a way the compiler keeps. */
 void gpuaesd_wipe(void *p, size_t n);
 
+/* Gives every page of a shared memfd mapping its memory, reading a byte a
+ * page (a read fault allocates a memfd page and writes nothing: a client's
+ * data is safe), one fault at a time (MAP_POPULATE would hold the mmap lock
+ * for all of them, stalling a hello's mmap meanwhile).  Before
+ * cudaHostRegister, which would otherwise fault them in under the driver's
+ * lock, stalling every other client's job (docs/SERVICE.md, "Registration
+ * for DMA"). */
+void gpuaesd_fault_in(const void *p, size_t n);
+
 /* warm.c: the GPU layer's start-up and warm-up (a small job of every op on
  * `jobs` threads) in the background; gpu_up is GPUAESD_GPU_STARTING until
  * both are over, and jobs are answered BUSY meanwhile.  stop: joins it. */

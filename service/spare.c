@@ -57,10 +57,7 @@ static int spare_make(spare *s)
         close(s->fd);
         return -1;
     }
-    /* Its pages, one fault each: MAP_POPULATE would hold the service's
-     * mmap lock for all of them, stalling a hello's mmap meanwhile. */
-    for (size_t i = 0; i < (size_t)SPARE_SIZE; i += 4096)
-        s->map[i] = 0;
+    gpuaesd_fault_in(s->map, (size_t)SPARE_SIZE);
     s->registered = 0;
     if (no_dma)
         return 0;
