@@ -98,7 +98,8 @@ typedef struct gpuaes_prov {
     size_t offload_min_bytes;              /* the knob: SIZE_MAX when not given */
     int dispatch;                          /* dispatch: DISPATCH_AUTO or DISPATCH_FORCE */
     /* The default provider failed an assumption at load (assumptions.c):
-     * no GPU path, whatever the settings say (offload_threshold). */
+     * no GPU path, whatever the settings say (offload_threshold), and every
+     * parameter is the fallback's to answer (length_params.h). */
     int gpu_path_off;
     /* Bytes of GPU-worthy work done on the CPU before the GPU is started. */
     size_t gpu_start_bytes;

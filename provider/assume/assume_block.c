@@ -477,3 +477,69 @@ int check_SHARED_PARAM_TABLES(assume_run *r)
     }
     return ok;
 }
+
+static int get_size(const fallback_cipher *fb, void *ctx, const char *key, size_t *v)
+{
+    OSSL_PARAM p[2] = { OSSL_PARAM_size_t(key, v), OSSL_PARAM_END };
+
+    *v = SIZE_MAX;
+    return fb->get_ctx_params(ctx, p);
+}
+
+static int set_size(const fallback_cipher *fb, void *ctx, const char *key, size_t v)
+{
+    OSSL_PARAM p[2] = { OSSL_PARAM_size_t(key, &v), OSSL_PARAM_END };
+
+    return fb->set_ctx_params(ctx, p);
+}
+
+/* The context's key and IV length are keylen and ivlen. */
+static int lengths_are(assume_run *r, const fallback_cipher *fb, void *ctx, size_t keylen,
+                       size_t ivlen, const char *when)
+{
+    size_t k, i;
+
+    return need(r, get_size(fb, ctx, OSSL_CIPHER_PARAM_KEYLEN, &k)
+                   && get_size(fb, ctx, OSSL_CIPHER_PARAM_IVLEN, &i), "get lengths")
+        && expect(r, k == keylen && i == ivlen, when);
+}
+
+int check_LENGTH_PARAMS(assume_run *r)
+{
+    static const unsigned char key[32] = "assume-key-of-32-bytes-length!!";
+    unsigned char in[16], out[48];
+    int ok = 1;
+
+    fill(in, sizeof(in), 31);
+    for (size_t v = 0; ok && v < gpuaes_variant_count; v++) {
+        const gpuaes_variant *var = &gpuaes_variants[v];
+        const fallback_cipher *fb = &r->fallbacks[v];
+        const int gcm = var->mode == MODE_GCM;
+        const size_t ivlen = var->mode == MODE_ECB ? 0 : gcm ? 12 : BLOCK;
+        void *ctx = fb->newctx(r->provctx);
+        size_t outl;
+
+        ok = need(r, ctx != NULL, "newctx")
+            && lengths_are(r, fb, ctx, var->keylen, ivlen, "a new context's lengths")
+            && need(r, fb->einit(ctx, key, var->keylen, ivlen ? IV1 : NULL, ivlen, NULL), "init")
+            && need(r, fb->update(ctx, out, &outl, sizeof(out), in, 5), "update")
+            && lengths_are(r, fb, ctx, var->keylen, ivlen, "the lengths after an init and an update");
+        /* Whether they are refused or not, the key length stays, and so
+         * does the IV length of a mode other than GCM. */
+        if (ok) {
+            (void)set_size(fb, ctx, OSSL_CIPHER_PARAM_KEYLEN, var->keylen == 16 ? 32 : 16);
+            if (!gcm)
+                (void)set_size(fb, ctx, OSSL_CIPHER_PARAM_IVLEN, 8);
+            ok = lengths_are(r, fb, ctx, var->keylen, ivlen, "the lengths after setting others");
+        }
+        /* GCM's is the last given: as AEAD_IVLEN, or with an IV at init. */
+        ok = ok && (!gcm
+                    || (need(r, set_size(fb, ctx, OSSL_CIPHER_PARAM_AEAD_IVLEN, 16), "set ivlen 16")
+                        && lengths_are(r, fb, ctx, var->keylen, 16, "GCM: the IV length set")
+                        && need(r, fb->dinit(ctx, NULL, 0, IV1, 8, NULL), "init with an 8-byte IV")
+                        && lengths_are(r, fb, ctx, var->keylen, 8, "GCM: the IV length of an init")));
+        if (ctx != NULL)
+            fb->freectx(ctx);
+    }
+    return ok;
+}

@@ -68,6 +68,12 @@
  * ASSUME_IV_PARAM_IS_ORIGINAL (load)
  *   OSSL_CIPHER_PARAM_IV is the IV given at init, not the running state.
  *   block_get_ctx_params (answers with its own copy after a resync), init_failed.
+ * ASSUME_LENGTH_PARAMS (load)
+ *   KEYLEN is the variant's key length, in every state, whatever is set; so
+ *   is IVLEN, 0 for ECB and 16 for CBC, CFB and CTR; GCM's IVLEN is 12 on a
+ *   new context, then the length last given, as AEAD_IVLEN or with an IV at
+ *   init (gcm_ctx's ivlen mirrors it).  length_params.h: get_ctx_params
+ *   answers these itself.
  * ASSUME_SHARED_PARAM_TABLES
  *   The gettable/settable parameter lists are the same for every block-mode
  *   variant, and for every GCM variant, and ignore the context passed.
@@ -167,6 +173,7 @@
     X(REINIT_RESTORES_IV, 1)                            \
     X(INIT_OK, 1)                                       \
     X(IV_PARAM_IS_ORIGINAL, 1)                          \
+    X(LENGTH_PARAMS, 1)                                 \
     X(SHARED_PARAM_TABLES, 0)                           \
     X(GCM_IV_BUFFERED, 1)                               \
     X(GCM_IV_INIT_OK, 1)                                \

@@ -22,6 +22,7 @@
 #include "prov_ctx.h"
 #include "gpu/offload.h"
 #include "cipher_family.h"
+#include "length_params.h"
 #include "gpu/gpu_backend.h"
 
 /*
@@ -653,8 +654,13 @@ int block_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     block_ctx *c = vctx;
 
-    /* EVP asks for the key length on every init (OpenSSL 3.0): with nothing
-     * of ours to answer, the fallback's answer, as a tail call. */
+    /* EVP asks for the key or IV length on every init (OpenSSL 3.0): ours to
+     * answer, unless the fallback broke an assumption at load. */
+    if (!c->prov->gpu_path_off
+        && length_param_answered(params, c->var->keylen, c->var->mode == MODE_ECB ? 0 : BLOCK))
+        return 1;
+    /* The rest, with nothing of ours to answer: the fallback's answer, as a
+     * tail call. */
     if (c->ks == NULL && !c->resynced) {
         OSSL_FUNC_cipher_get_ctx_params_fn *get = c->fb->get_ctx_params;
 

@@ -32,6 +32,7 @@
 #include "prov_ctx.h"
 #include "gpu/offload.h"
 #include "cipher_family.h"
+#include "length_params.h"
 #include "gpu/gpu_backend.h"
 
 #define GCM_MAX_DATA ((1ULL << 36) - 32)   /* SP 800-38D's limit on one message */
@@ -688,8 +689,14 @@ int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     gcm_ctx *c = vctx;
 
-    /* EVP asks for ivlen on every init, and the tag of every record: a tail
-     * call, no frame, unless our engine made the tag. */
+    /* EVP asks for the IV or key length on every init (OpenSSL 3.0): ours to
+     * answer, unless the fallback broke an assumption at load.  In TLS mode
+     * set_ctx_params mirrors nothing (its IV length included): the fallback's. */
+    if (!c->prov->gpu_path_off
+        && length_param_answered(params, c->var->keylen, c->tls ? SIZE_MAX : c->ivlen))
+        return 1;
+    /* The tag of every record: a tail call, no frame, unless our engine made
+     * the tag. */
     if (!c->tag_ours) {
         OSSL_FUNC_cipher_get_ctx_params_fn *get = c->fb_get;
 
