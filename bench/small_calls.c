@@ -6,7 +6,7 @@
  *   tls13      a TLS 1.3-style AES-128-GCM record: a new IV (EVP_CipherInit_ex2
  *              without key), 5 bytes of AAD, the data, final, get the tag
  *   tls12      a TLS 1.2 AES-128-GCM record as libssl's EVP_Cipher path makes it:
- *              OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, then one EVP_Cipher over
+ *              EVP_CTRL_AEAD_TLS1_AAD (the AAD set, the pad got), then one EVP_Cipher over
  *              explicit nonce | data | tag (fixed IV set once)
  *   ecb        AES-256-ECB encrypt update on a long-lived context
  *   cbc-dec    AES-128-CBC decrypt update
@@ -169,9 +169,6 @@ static int op(runner *r)
     }
     case P_TLS12: {
         unsigned char aad[13] = { 0 };
-        OSSL_PARAM p[2] = {
-            OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, aad, sizeof(aad)), OSSL_PARAM_END
-        };
         unsigned int len = (unsigned int)(8 + r->size + 16);
 
         r->seq++;
@@ -179,7 +176,8 @@ static int op(runner *r)
         aad[8] = 23, aad[9] = 3, aad[10] = 3;
         aad[11] = (unsigned char)(r->size >> 8);
         aad[12] = (unsigned char)r->size;
-        return EVP_CIPHER_CTX_set_params(r->ctx, p) > 0
+        /* libssl's tls1_enc: the ctrl sets the AAD, then gets the pad (the tag's length) */
+        return EVP_CIPHER_CTX_ctrl(r->ctx, EVP_CTRL_AEAD_TLS1_AAD, sizeof(aad), aad) == 16
             && EVP_Cipher(r->ctx, r->buf, r->buf, len) > 0;    /* TLS: in place only */
     }
     case P_DRBG:

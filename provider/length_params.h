@@ -1,14 +1,16 @@
 /*
- * length_params.h - a cipher context's key and IV length, answered by gpuaes
- * itself.
+ * length_params.h - a cipher context's key length, IV length and TLS AAD pad,
+ * answered by gpuaes itself.
  *
  * EVP asks for one of them, alone, on every init that has a key or an IV
  * (OpenSSL 3.0 and 3.1: EVP_CIPHER_CTX_get_key_length and _get_iv_length;
- * later versions ask once per init and keep it).  The default provider's
- * get_ctx_params looks up each of the seven or eight names it knows before it
- * answers: ~50 ns on the CPU machine, a quarter of a whole TLS 1.3 record of
- * 16 bytes.  The values are the fallback's (ASSUME_LENGTH_PARAMS); any other
- * request, or one in another form, is the fallback's to answer.
+ * later versions ask once per init and keep it), and for the pad after every
+ * TLS 1.2 record's AAD (EVP_CTRL_AEAD_TLS1_AAD: a set, then a get).  The
+ * default provider's get_ctx_params looks up each of the seven or eight names
+ * it knows before it answers: ~50 ns on the CPU machine, a quarter of a whole
+ * TLS 1.3 record of 16 bytes.  The values are the fallback's
+ * (ASSUME_LENGTH_PARAMS, ASSUME_GCM_TLS_AAD_PAD); any other request, or one in
+ * another form, is the fallback's to answer.
  */
 #ifndef GPUAES_LENGTH_PARAMS_H
 #define GPUAES_LENGTH_PARAMS_H
@@ -30,11 +32,13 @@ static inline int length_param_is(const char *key, const char *name)
 }
 
 /*
- * A request for the key length or the IV length alone, as a size_t, answered
- * as the default provider would (OSSL_PARAM_set_size_t's effect): 1.  Else 0,
- * untouched.  ivlen SIZE_MAX: not known here, the fallback answers it.
+ * A request for the key length, the IV length or the TLS AAD pad alone, as a
+ * size_t, answered as the default provider would (OSSL_PARAM_set_size_t's
+ * effect): 1.  Else 0, untouched.  ivlen or tlspad SIZE_MAX: not known here,
+ * the fallback answers it.
  */
-static inline int length_param_answered(OSSL_PARAM params[], size_t keylen, size_t ivlen)
+static inline int length_param_answered(OSSL_PARAM params[], size_t keylen, size_t ivlen,
+                                        size_t tlspad)
 {
     OSSL_PARAM *p = params;
     size_t v;
@@ -47,6 +51,8 @@ static inline int length_param_answered(OSSL_PARAM params[], size_t keylen, size
         v = ivlen;
     else if (length_param_is(p->key, OSSL_CIPHER_PARAM_KEYLEN))
         v = keylen;
+    else if (tlspad != SIZE_MAX && length_param_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD))
+        v = tlspad;
     else
         return 0;
     memcpy(p->data, &v, sizeof(v));

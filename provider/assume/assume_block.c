@@ -478,21 +478,6 @@ int check_SHARED_PARAM_TABLES(assume_run *r)
     return ok;
 }
 
-static int get_size(const fallback_cipher *fb, void *ctx, const char *key, size_t *v)
-{
-    OSSL_PARAM p[2] = { OSSL_PARAM_size_t(key, v), OSSL_PARAM_END };
-
-    *v = SIZE_MAX;
-    return fb->get_ctx_params(ctx, p);
-}
-
-static int set_size(const fallback_cipher *fb, void *ctx, const char *key, size_t v)
-{
-    OSSL_PARAM p[2] = { OSSL_PARAM_size_t(key, &v), OSSL_PARAM_END };
-
-    return fb->set_ctx_params(ctx, p);
-}
-
 /* The context's key and IV length are keylen and ivlen. */
 static int lengths_are(assume_run *r, const fallback_cipher *fb, void *ctx, size_t keylen,
                        size_t ivlen, const char *when)

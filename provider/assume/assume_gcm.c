@@ -561,3 +561,54 @@ int check_GCM_PARAMS_IN_ORDER(assume_run *r)
     close_ctx(&e);
     return ok;
 }
+
+/* The context's TLS AAD pad is 16. */
+static int pad_is_16(assume_run *r, const fbc *c, const char *when)
+{
+    size_t pad;
+
+    return need(r, get_size(c->fb, c->ctx, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD, &pad), "get pad")
+        && expect(r, pad == 16, when);
+}
+
+int check_GCM_TLS_AAD_PAD(assume_run *r)
+{
+    /* sequence number, type, version, length 40: an explicit IV (8), 16 bytes
+     * of data and a tag (16); decrypting, the data is 16 bytes */
+    unsigned char aad[13] = { 0, 0, 0, 0, 0, 0, 0, 1, 23, 3, 3, 0, 40 };
+    unsigned char fixed[4] = { 1, 2, 3, 4 }, rec[40], out[56];
+    OSSL_PARAM iv_fixed[2] = {
+        OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, fixed, 4), OSSL_PARAM_END };
+    OSSL_PARAM tlsaad[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, aad, 13),
+                             OSSL_PARAM_END };
+    OSSL_PARAM short_aad[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, aad, 12),
+                                OSSL_PARAM_END };
+    int ok = 1;
+
+    ERR_set_mark();
+    for (int enc = 1; ok && enc >= 0; enc--) {
+        fbc c = { 0 }, d = { 0 };
+        size_t outl;
+
+        fill(rec, sizeof(rec), 40 + enc);
+        ok = open_init(r, &c, MODE_GCM, enc, K1, NULL)
+            && need(r, c.fb->set_ctx_params(c.ctx, iv_fixed), "TLS fixed IV")
+            && need(r, c.fb->set_ctx_params(c.ctx, tlsaad), "TLS AAD")
+            && pad_is_16(r, &c, "GCM: the TLS AAD pad after a TLS AAD taken");
+        /* a record (decrypting: its tag is wrong, refused), a refused AAD, a
+         * re-key: none changes it, nor a copy */
+        if (ok)
+            (void)c.fb->cipher(c.ctx, out, &outl, sizeof(out), rec, sizeof(rec));
+        ok = ok && pad_is_16(r, &c, "GCM: the TLS AAD pad after a record")
+            && need(r, !c.fb->set_ctx_params(c.ctx, short_aad), "a 12-byte TLS AAD refused")
+            && pad_is_16(r, &c, "GCM: the TLS AAD pad after a refused TLS AAD")
+            && need(r, init(&c, enc, K2, NULL), "re-key")
+            && pad_is_16(r, &c, "GCM: the TLS AAD pad after a re-key")
+            && need(r, (d.fb = c.fb, d.ctx = c.fb->dupctx(c.ctx)) != NULL, "dupctx")
+            && pad_is_16(r, &d, "GCM: the TLS AAD pad of a copy");
+        close_ctx(&d);
+        close_ctx(&c);
+    }
+    ERR_pop_to_mark();
+    return ok;
+}

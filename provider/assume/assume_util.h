@@ -97,6 +97,22 @@ static inline size_t upd(fbc *c, unsigned char *out, const unsigned char *in, si
     return c->fb->update(c->ctx, out, &outl, inl + BLOCK, in, inl) ? outl : SIZE_MAX;
 }
 
+/* A size_t parameter of a context, got (SIZE_MAX first) or set. */
+static inline int get_size(const fallback_cipher *fb, void *ctx, const char *key, size_t *v)
+{
+    OSSL_PARAM p[2] = { OSSL_PARAM_size_t(key, v), OSSL_PARAM_END };
+
+    *v = SIZE_MAX;
+    return fb->get_ctx_params(ctx, p);
+}
+
+static inline int set_size(const fallback_cipher *fb, void *ctx, const char *key, size_t v)
+{
+    OSSL_PARAM p[2] = { OSSL_PARAM_size_t(key, &v), OSSL_PARAM_END };
+
+    return fb->set_ctx_params(ctx, p);
+}
+
 /* n bytes (a multiple of 16) through a fresh AES-128-ECB encryption. */
 static inline int ecb(assume_run *r, const unsigned char *key, unsigned char *out,
                const unsigned char *in, size_t n)

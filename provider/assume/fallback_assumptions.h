@@ -141,6 +141,10 @@
  * ASSUME_GCM_CIPHER_FORMS (load)
  *   GCM's cipher function takes out NULL as AAD and in NULL as final; its
  *   update takes in NULL with a length as final too.  gcm_cipher, update_engine.
+ * ASSUME_GCM_TLS_AAD_PAD (load)
+ *   After a TLS1_AAD set that succeeded, AEAD_TLS1_AAD_PAD is 16 (the tag's
+ *   length), either direction, through records, refused TLS AADs, re-keys
+ *   and copies.  note_params (tlspad), length_params.h.
  * ASSUME_GCM_PARAMS_IN_ORDER (load)
  *   A GCM set_ctx_params takes tag, ivlen, tlsaad, ... in that order until one
  *   is refused, keeping those before; a refused tag's bytes overwrite the
@@ -190,7 +194,8 @@
     X(GCM_TAG_GET, 1)                                   \
     X(UNKNOWN_PARAMS_IGNORED, 1)                        \
     X(GCM_CIPHER_FORMS, 1)                              \
-    X(GCM_PARAMS_IN_ORDER, 1)
+    X(GCM_PARAMS_IN_ORDER, 1)                           \
+    X(GCM_TLS_AAD_PAD, 1)
 
 typedef enum {
 #define ASSUME_ENUM(id, at_load) ASSUME_##id,

@@ -657,7 +657,8 @@ int block_get_ctx_params(void *vctx, OSSL_PARAM params[])
     /* EVP asks for the key or IV length on every init (OpenSSL 3.0): ours to
      * answer, unless the fallback broke an assumption at load. */
     if (!c->prov->gpu_path_off
-        && length_param_answered(params, c->var->keylen, c->var->mode == MODE_ECB ? 0 : BLOCK))
+        && length_param_answered(params, c->var->keylen, c->var->mode == MODE_ECB ? 0 : BLOCK,
+                                 SIZE_MAX))
         return 1;
     /* The rest, with nothing of ours to answer: the fallback's answer, as a
      * tail call. */

@@ -68,6 +68,7 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
     c->ecb = sibling(prov, var, MODE_ECB);
     c->ctr = sibling(prov, var, MODE_CTR);
     c->ivlen = 12;                    /* the default's initial IV length: ASSUME_GCM_IVLEN_VOIDS_IV */
+    c->tlspad = SIZE_MAX;             /* not known until a TLS AAD is taken */
     /* Invariant per provider (settings and assumptions are read at load). */
     c->iv_msg = gpu_min == SIZE_MAX ? MSG_FALLBACK : MSG_UNDECIDED;
     c->first_cpu = gpu_min < DISPATCH_SAMPLE ? gpu_min : DISPATCH_SAMPLE;
@@ -156,11 +157,16 @@ static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
         return;
     for (const OSSL_PARAM *p = params; p->key != NULL; p++) {
         if (p->key[0] == 't' && p->key[1] == 'l') {
-            /* In TLS mode (all on the fallback) these say nothing new. */
-            if (!c->tls && (key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD)
-                            || key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED)
-                            || key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV)))
-                set_tls(c);
+            if (key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD)) {
+                /* Taken: the pad is the tag's length from now on
+                 * (ASSUME_GCM_TLS_AAD_PAD). */
+                c->tlspad = EVP_GCM_TLS_TAG_LEN;
+                if (!c->tls)
+                    set_tls(c);
+            } else if (!c->tls && (key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED)
+                                   || key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV))) {
+                set_tls(c);               /* (in TLS mode they say nothing new) */
+            }
         } else if (ivlen == NULL && key_is(p->key, OSSL_CIPHER_PARAM_AEAD_IVLEN)) {
             ivlen = p;
         } else if (tag == NULL && key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TAG)) {
@@ -689,11 +695,12 @@ int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     gcm_ctx *c = vctx;
 
-    /* EVP asks for the IV or key length on every init (OpenSSL 3.0): ours to
-     * answer, unless the fallback broke an assumption at load.  In TLS mode
-     * set_ctx_params mirrors nothing (its IV length included): the fallback's. */
+    /* EVP asks for the IV or key length on every init (OpenSSL 3.0), and for
+     * the TLS AAD pad after every TLS 1.2 record's AAD: ours to answer, unless
+     * the fallback broke an assumption at load.  In TLS mode set_ctx_params
+     * mirrors nothing (the IV length included: the fallback's). */
     if (!c->prov->gpu_path_off
-        && length_param_answered(params, c->var->keylen, c->tls ? SIZE_MAX : c->ivlen))
+        && length_param_answered(params, c->var->keylen, c->tls ? SIZE_MAX : c->ivlen, c->tlspad))
         return 1;
     /* The tag of every record: a tail call, no frame, unless our engine made
      * the tag. */
@@ -720,13 +727,14 @@ int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     gcm_ctx *c = vctx;
 
-    /* In TLS mode with no tag of ours, a tail call (every TLS 1.2 record sets
-     * its AAD): TLS mode is for good and keeps every message on the fallback
-     * (msg stays MSG_FALLBACK), so what note_params and note_params_failed
-     * would mirror, taken or refused, is read by nothing: the IV length and
-     * iv_set serve only our engine, and the tag's bytes only our engine and
-     * get_params_our_tag (tag_ours is 0 already). */
-    if (c->tls && !c->tag_ours) {
+    /* In TLS mode with no tag of ours and the TLS AAD pad known, a tail call
+     * (every TLS 1.2 record sets its AAD): TLS mode is for good and keeps
+     * every message on the fallback (msg stays MSG_FALLBACK), so what
+     * note_params and note_params_failed would mirror, taken or refused, is
+     * read by nothing: the IV length and iv_set serve only our engine, the
+     * tag's bytes only our engine and get_params_our_tag (tag_ours is 0
+     * already), and the pad, once known, stays (ASSUME_GCM_TLS_AAD_PAD). */
+    if (c->tls && !c->tag_ours && c->tlspad != SIZE_MAX) {
         OSSL_FUNC_cipher_set_ctx_params_fn *set = c->fb_set;
 
         __asm__ volatile("" ::: "memory");

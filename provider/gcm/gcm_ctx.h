@@ -59,6 +59,8 @@ typedef struct gcm_ctx {
     int key_set;
     int iv_set;
     size_t ivlen;
+    size_t tlspad;                    /* the fallback's TLS AAD pad: 16 once a TLS AAD was
+                                         taken (ASSUME_GCM_TLS_AAD_PAD), else SIZE_MAX: not known */
     unsigned char key[32];
     unsigned char iv[128];
     unsigned char tag[BLOCK];         /* decrypt: expected; encrypt: computed at final */
