@@ -172,6 +172,89 @@ static void gcm_tls_records(test_env *env, const char *name)
         EVP_CIPHER_free(c[j]);
 }
 
+/* The key length, IV length and TLS AAD pad of both contexts agree (gpuaes
+ * answers these itself where it knows them: provider/length_params.h). */
+static void same_lengths(EVP_CIPHER_CTX *x[2], const char *name, const char *when)
+{
+    static const char *const keys[] = { OSSL_CIPHER_PARAM_KEYLEN, OSSL_CIPHER_PARAM_IVLEN,
+                                        OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD };
+
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+        pval a, b;
+
+        pv_ctx(x[0], keys[k], OSSL_PARAM_UNSIGNED_INTEGER, &a);
+        pv_ctx(x[1], keys[k], OSSL_PARAM_UNSIGNED_INTEGER, &b);
+        CHECKF(pv_equal(&a, &b), "%s %s: %s differs", name, when, keys[k]);
+        if (!pv_equal(&a, &b)) {
+            pv_print("default", &a);
+            pv_print("gpuaes ", &b);
+        }
+    }
+    ERR_clear_error();
+}
+
+/* Those lengths through TLS mode: before any TLS AAD, after an IV length set
+ * in TLS mode, a refused and a taken TLS AAD, another IV length, a record, a
+ * re-key and a copy. */
+static void gcm_tls_lengths(test_env *env, const char *name)
+{
+    unsigned char key[32], iv[12], a[13], rec[8 + 100 + 16] = { 0 };
+    EVP_CIPHER *c[2];
+    EVP_CIPHER_CTX *x[2] = { NULL, NULL }, *d[2];
+
+    fetch_pair(env, name, c);
+    test_rand_bytes(key, sizeof(key));
+    test_rand_bytes(iv, sizeof(iv));
+    for (int enc = 1; enc >= 0; enc--) {
+        int r[2];
+
+        for (int j = 0; j < 2; j++) {
+            EVP_CIPHER_CTX_free(x[j]);
+            x[j] = EVP_CIPHER_CTX_new();
+            CHECK(EVP_CipherInit_ex2(x[j], c[j], key, NULL, enc, NULL));
+        }
+        same_lengths(x, name, "new");
+        for (int j = 0; j < 2; j++)
+            r[j] = EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_GCM_SET_IV_FIXED, 4, iv) > 0;
+        CHECKF(r[0] == r[1], "%s: tlsivfixed %d vs %d", name, r[0], r[1]);
+        same_lengths(x, name, "TLS mode");
+        for (int j = 0; j < 2; j++)
+            r[j] = EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_SET_IVLEN, 16, NULL) > 0;
+        CHECKF(r[0] == r[1], "%s: ivlen 16 in TLS mode %d vs %d", name, r[0], r[1]);
+        same_lengths(x, name, "ivlen 16 in TLS mode");
+        tls_aad(a, 0, 4);                 /* a length below the explicit IV's: refused */
+        for (int j = 0; j < 2; j++)
+            r[j] = EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_TLS1_AAD, 13, a);
+        CHECKF(r[0] == r[1], "%s: refused tlsaad %d vs %d", name, r[0], r[1]);
+        same_lengths(x, name, "a refused TLS AAD");
+        tls_aad(a, 1, enc ? 8 + 100 : sizeof(rec));
+        for (int j = 0; j < 2; j++)
+            r[j] = EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_TLS1_AAD, 13, a);
+        CHECKF(r[0] == r[1], "%s: tlsaad %d vs %d", name, r[0], r[1]);
+        same_lengths(x, name, "a TLS AAD");
+        for (int j = 0; j < 2; j++)       /* (gpuaes mirrors no parameter now) */
+            r[j] = EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_SET_IVLEN, 8, NULL) > 0;
+        CHECKF(r[0] == r[1], "%s: ivlen 8 after a TLS AAD %d vs %d", name, r[0], r[1]);
+        same_lengths(x, name, "ivlen 8 after a TLS AAD");
+        for (int j = 0; j < 2; j++)       /* decrypting: the tag is wrong, refused */
+            r[j] = EVP_Cipher(x[j], rec, rec, sizeof(rec)) > 0;
+        same_lengths(x, name, "a record");
+        for (int j = 0; j < 2; j++)
+            CHECK(EVP_CipherInit_ex2(x[j], NULL, key, NULL, enc, NULL));
+        same_lengths(x, name, "a re-key");
+        for (int j = 0; j < 2; j++) {
+            d[j] = EVP_CIPHER_CTX_new();
+            r[j] = d[j] != NULL && EVP_CIPHER_CTX_copy(d[j], x[j]);
+        }
+        CHECKF(r[0] && r[1], "%s: copy %d %d", name, r[0], r[1]);
+        if (r[0] && r[1])
+            same_lengths(d, name, "a copy");
+        for (int j = 0; j < 2; j++)
+            EVP_CIPHER_CTX_free(d[j]);
+    }
+    free_pair(c, x);
+}
+
 /* tlsivgen / tlsivinv outside records: IV invocation field handed out and back. */
 static void gcm_ivgen(test_env *env, const char *name)
 {
@@ -285,6 +368,7 @@ void gcm_extra_tests(test_env *env)
     for (size_t i = 0; i < sizeof(gcms) / sizeof(gcms[0]); i++) {
         gcm_ivlens(env, gcms[i]);
         gcm_tls_records(env, gcms[i]);
+        gcm_tls_lengths(env, gcms[i]);
         gcm_ivgen(env, gcms[i]);
     }
     cbc_tls_records(env, "AES-128-CBC", TLS1_2_VERSION, 0);
