@@ -1,7 +1,8 @@
 /*
  * test_params_fuzz.c - random API sequences on a gpuaes context and a default
  * context side by side: inits with and without key/IV, IV length changes,
- * padding, num, AAD, updates small and large, tags, final, copies.  After
+ * padding, num, AAD, updates small and large, tags, final, copies, TLS AADs
+ * (GCM, rarely: TLS mode is for good).  After
  * every operation the result, the error queue, the output and the context
  * parameters must agree.  On the first difference the sequence is printed
  * (reproduce with GPUAES_TEST_SEED).
@@ -19,10 +20,10 @@
 #define MAXUPD 70000
 
 enum { F_INIT, F_REINIT_NOKEY, F_REINIT_NOIV, F_REINIT_NONE, F_IVLEN, F_PAD, F_NUM, F_AAD,
-       F_UPD_SMALL, F_UPD_BIG, F_SET_TAG, F_FINAL, F_GET_TAG, F_COPY, F_COUNT };
+       F_UPD_SMALL, F_UPD_BIG, F_SET_TAG, F_FINAL, F_GET_TAG, F_COPY, F_TLS_AAD, F_COUNT };
 static const char *const fnames[] = { "init", "reinit(NULL key)", "reinit(NULL iv)",
     "reinit(NULL, NULL)", "set ivlen", "set padding", "set num", "aad", "update",
-    "update", "set tag", "final", "get tag", "copy" };
+    "update", "set tag", "final", "get tag", "copy", "tls aad" };
 
 static unsigned char keys[3][32], ivs[3][128], *data, *outs[2];
 
@@ -56,7 +57,7 @@ static int fuzz_op(EVP_CIPHER_CTX *x[2], EVP_CIPHER *c[2], int gcm, int enc, cha
     static const int taglens[] = { 16, 16, 12, 4, 0, 17 };
     int op = (int)test_rand_below(F_COUNT), k = (int)test_rand_below(3), v = 0;
     int mode = EVP_CIPHER_get_mode(c[0]);
-    int ret[2], err[2], ol[2] = { 0, 0 };
+    int ret[2], err[2], ol[2] = { 0, 0 }, pad[2] = { 0, 0 };
     size_t n = 0, off = test_rand_below(64);
     unsigned char tag[2][32], settag[32];
 
@@ -72,6 +73,11 @@ static int fuzz_op(EVP_CIPHER_CTX *x[2], EVP_CIPHER *c[2], int gcm, int enc, cha
         v = (int)test_rand_below(16);
     else if (op == F_SET_TAG || op == F_GET_TAG)
         v = taglens[test_rand_below(6)];
+    else if (op == F_TLS_AAD)      /* the record length field: below 8 + 16 refused decrypting */
+        v = (int)test_rand_below(64);
+    /* TLS mode is for good (most later operations then fail alike): rarely */
+    if (op == F_TLS_AAD && (!gcm || test_rand_below(4) != 0))
+        op = F_UPD_SMALL;
     /* num means nothing to ECB/CBC (test_params_ctx.c checks it is kept): here it would
      * only hide other differences behind the first one */
     if (op == F_NUM && (mode == EVP_CIPH_ECB_MODE || mode == EVP_CIPH_CBC_MODE))
@@ -105,6 +111,12 @@ static int fuzz_op(EVP_CIPHER_CTX *x[2], EVP_CIPHER *c[2], int gcm, int enc, cha
         case F_GET_TAG:
             ret[j] = gcm ? EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_GET_TAG, v, tag[j]) : 1;
             break;
+        case F_TLS_AAD: {
+            unsigned char aad[13] = { 0, 0, 0, 0, 0, 0, 0, 1, 23, 3, 3, 0, (unsigned char)v };
+
+            ret[j] = pad[j] = EVP_CIPHER_CTX_ctrl(x[j], EVP_CTRL_AEAD_TLS1_AAD, 13, aad);
+            break;
+        }
         case F_COPY:
             y = EVP_CIPHER_CTX_new();
             ret[j] = EVP_CIPHER_CTX_copy(y, x[j]);
@@ -126,6 +138,8 @@ static int fuzz_op(EVP_CIPHER_CTX *x[2], EVP_CIPHER *c[2], int gcm, int enc, cha
         snprintf(why, whylen, "%s: output differs (%d vs %d bytes)", fnames[op], ol[0], ol[1]);
     else if (op == F_GET_TAG && ret[0] && gcm && memcmp(tag[0], tag[1], (size_t)v) != 0)
         snprintf(why, whylen, "get tag: tags differ");
+    else if (pad[0] != pad[1])
+        snprintf(why, whylen, "tls aad: the pad differs (%d vs %d)", pad[0], pad[1]);
     else
         return params_agree(x, why, whylen);
     return 0;
