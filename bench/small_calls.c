@@ -12,6 +12,11 @@
  *   cbc-dec    AES-128-CBC decrypt update
  *   ctr        AES-128-CTR update
  *   gcm        AES-128-GCM encrypt update (one long message)
+ *   gcm-msg    an AES-128-GCM message whose init names the cipher
+ *              (EVP_EncryptInit_ex(ctx, cipher, NULL, key, iv), as many programs
+ *              write it: OpenSSL 3.0 frees and makes the provider's context on
+ *              every such init), the data, final, get the tag
+ *   cbc-msg    the same for AES-128-CBC encryption with padding (no tag)
  *   drbg       a CTR-DRBG (AES-256-CTR, the default DRBG's kind) generating
  *              `size` bytes: what every RAND_bytes of a program costs when
  *              its default properties prefer gpuaes (re-keys and a new IV
@@ -56,7 +61,7 @@
 #define MAX_ROUNDS 1000
 #define MAX_SIZES 16
 
-enum { P_TLS13, P_TLS12, P_ECB, P_CBC_DEC, P_CTR, P_GCM, P_DRBG, P_COUNT };
+enum { P_TLS13, P_TLS12, P_ECB, P_CBC_DEC, P_CTR, P_GCM, P_DRBG, P_GCM_MSG, P_CBC_MSG, P_COUNT };
 
 static const struct {
     const char *name, *cipher;
@@ -66,6 +71,7 @@ static const struct {
     [P_ECB] = { "ecb", "AES-256-ECB", 1 },      [P_CBC_DEC] = { "cbc-dec", "AES-128-CBC", 0 },
     [P_CTR] = { "ctr", "AES-128-CTR", 1 },      [P_GCM] = { "gcm", "AES-128-GCM", 1 },
     [P_DRBG] = { "drbg", "AES-256-CTR", 1 },
+    [P_GCM_MSG] = { "gcm-msg", "AES-128-GCM", 1 }, [P_CBC_MSG] = { "cbc-msg", "AES-128-CBC", 1 },
 };
 
 /* --aa: the second column is the default provider too (an A/A control: the
@@ -77,6 +83,7 @@ typedef struct {
     size_t size;
     EVP_CIPHER_CTX *ctx;
     EVP_RAND_CTX *drbg;               /* P_DRBG */
+    EVP_CIPHER *cipher;               /* P_GCM_MSG, P_CBC_MSG: given to every init */
     /* Both providers' buffers on the same cache-line offsets: with malloc's
      * 16-byte alignment one runner's buffers straddled lines the other's did
      * not, and at 256 B whichever provider ran second looked 10-30% slower. */
@@ -103,9 +110,10 @@ static double now_ns(void)
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
+static const unsigned char key[32] = "small-calls-bench-key-0123456789";
+
 static void setup(runner *r, int pattern, size_t size, const char *prov)
 {
-    static const unsigned char key[32] = "small-calls-bench-key-0123456789";
     unsigned char fixed[4] = { 1, 2, 3, 4 };
     char propq[32];
     EVP_CIPHER *c;
@@ -136,7 +144,10 @@ static void setup(runner *r, int pattern, size_t size, const char *prov)
     if (c == NULL || (r->ctx = EVP_CIPHER_CTX_new()) == NULL
         || !EVP_CipherInit_ex2(r->ctx, c, key, r->iv, PATTERNS[pattern].enc, NULL))
         die(PATTERNS[pattern].cipher);
-    EVP_CIPHER_free(c);
+    if (pattern == P_GCM_MSG || pattern == P_CBC_MSG)
+        r->cipher = c;
+    else
+        EVP_CIPHER_free(c);
     if (pattern == P_TLS12) {
         OSSL_PARAM p[2] = {
             OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, fixed, sizeof(fixed)),
@@ -182,6 +193,18 @@ static int op(runner *r)
     }
     case P_DRBG:
         return EVP_RAND_generate(r->drbg, r->out, r->size, 0, 0, NULL, 0);
+    case P_GCM_MSG: {
+        unsigned char tag[16];
+
+        return EVP_EncryptInit_ex(r->ctx, r->cipher, NULL, key, r->iv)
+            && EVP_EncryptUpdate(r->ctx, r->out, &outl, r->buf, (int)r->size)
+            && EVP_EncryptFinal_ex(r->ctx, r->out + outl, &fl)
+            && EVP_CIPHER_CTX_ctrl(r->ctx, EVP_CTRL_AEAD_GET_TAG, 16, tag) > 0;
+    }
+    case P_CBC_MSG:
+        return EVP_EncryptInit_ex(r->ctx, r->cipher, NULL, key, r->iv)
+            && EVP_EncryptUpdate(r->ctx, r->out, &outl, r->buf, (int)r->size)
+            && EVP_EncryptFinal_ex(r->ctx, r->out + outl, &fl);
     default:
         /* Long-lived contexts: the same input again (in a cache-warm buffer). */
         return EVP_CipherUpdate(r->ctx, r->out, &outl, r->buf, (int)r->size);
@@ -223,7 +246,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: small_calls [--rounds N] [--slice-ms MS] [--sizes 16,64,256,1K,16K]\n"
-            "                   [--patterns tls13,tls12,ecb,cbc-dec,ctr,gcm,drbg] [--provider-path DIR]\n"
+            "                   [--patterns tls13,tls12,ecb,cbc-dec,ctr,gcm,drbg,gcm-msg,cbc-msg] [--provider-path DIR]\n"
             "                   [--count N] [--aa]\n"
             "Both providers in one process, interleaved; median ns per operation.\n"
             "--count N: N operations each in count_default/count_gpuaes, untimed (callgrind).\n"
@@ -234,7 +257,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    const char *dir = getenv("GPUAES_MODULE_DIR"), *patterns = "tls13,tls12,ecb,cbc-dec,ctr,gcm,drbg";
+    const char *dir = getenv("GPUAES_MODULE_DIR"), *patterns = "tls13,tls12,ecb,cbc-dec,ctr,gcm,drbg,gcm-msg,cbc-msg";
     size_t sizes[MAX_SIZES] = { 16, 64, 256, 1024, 16384 };
     int nsizes = 5, rounds = 40;
     long count = 0;
@@ -306,6 +329,7 @@ int main(int argc, char **argv)
                     (k == 0 ? count_default : count_gpuaes)(r[k], count);
                     EVP_CIPHER_CTX_free(r[k]->ctx);
                     EVP_RAND_CTX_free(r[k]->drbg);
+                    EVP_CIPHER_free(r[k]->cipher);
                     free(r[k]);
                 }
                 printf("%-8s %6zu counted %ld ops per provider\n", PATTERNS[p].name, sizes[s], count);
@@ -337,6 +361,7 @@ int main(int argc, char **argv)
                 for (int k = 0; k < 2; k++) {
                     EVP_CIPHER_CTX_free(r[k]->ctx);
                     EVP_RAND_CTX_free(r[k]->drbg);
+                    EVP_CIPHER_free(r[k]->cipher);
                     free(r[k]);
                 }
             }

@@ -23,6 +23,7 @@
 #include "gpu/offload.h"
 #include "cipher_family.h"
 #include "length_params.h"
+#include "wipe.h"
 #include "gpu/gpu_backend.h"
 
 /*
@@ -152,7 +153,7 @@ void block_freectx(void *vctx)
     ks_end(c);
     c->fb->freectx(c->fbctx);
     gpu()->job.key_free(c->gpukey);
-    OPENSSL_clear_free(c, sizeof(*c));
+    wipe_free(c, sizeof(*c));
 }
 
 void *block_dupctx(void *vctx)
@@ -173,7 +174,7 @@ void *block_dupctx(void *vctx)
     c->ks = NULL;
     c->fbctx = src->fb->dupctx(src->fbctx);
     if (c->fbctx == NULL) {
-        OPENSSL_clear_free(c, sizeof(*c));
+        wipe_free(c, sizeof(*c));
         return NULL;
     }
     sync_held(c);

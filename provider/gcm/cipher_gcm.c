@@ -33,6 +33,7 @@
 #include "gpu/offload.h"
 #include "cipher_family.h"
 #include "length_params.h"
+#include "wipe.h"
 #include "gpu/gpu_backend.h"
 
 #define GCM_MAX_DATA ((1ULL << 36) - 32)   /* SP 800-38D's limit on one message */
@@ -96,7 +97,7 @@ void gcm_freectx(void *vctx)
         return;
     c->fb->freectx(c->fbctx);
     gcm_engine_free(c);
-    OPENSSL_clear_free(c, sizeof(*c));
+    wipe_free(c, sizeof(*c));
 }
 
 void *gcm_dupctx(void *vctx)

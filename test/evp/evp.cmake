@@ -82,6 +82,11 @@ gpuaes_test(NAME errors COMMAND test_errors TIMEOUT 120)
 gpuaes_test(NAME errors_emu COMMAND test_errors LABELS emu TIMEOUT 120
   MODULE_DIR ${CMAKE_BINARY_DIR}/emu)
 
+# No key left in memory gpuaes frees (OpenSSL's allocator hooked).
+gpuaes_test_program(test_wipe evp/test_wipe.c)
+target_link_libraries(test_wipe PRIVATE api_util)
+gpuaes_test(NAME wipe COMMAND test_wipe)
+
 gpuaes_test_program(test_fork evp/test_fork.c)
 target_link_libraries(test_fork PRIVATE api_util)
 gpuaes_test(NAME fork COMMAND test_fork TIMEOUT 300)
