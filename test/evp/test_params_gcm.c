@@ -8,7 +8,11 @@
 #include "api_util.h"
 
 #include <string.h>
+#include <stdint.h>
+#include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/provider.h>
 #include <openssl/err.h>
 #include <openssl/prov_ssl.h>
 
@@ -255,6 +259,271 @@ static void gcm_tls_lengths(test_env *env, const char *name)
     free_pair(c, x);
 }
 
+/* ---- The same lengths through the provider functions themselves ----
+ * (OSSL_PROVIDER_query_operation: a caller may pass any key and IV length to
+ * an init, as EVP_CipherInit_SKEY of OpenSSL 3.5 does with a raw key.) */
+
+typedef struct {
+    void *provctx;
+    OSSL_FUNC_cipher_newctx_fn *newctx;
+    OSSL_FUNC_cipher_freectx_fn *freectx;
+    OSSL_FUNC_cipher_dupctx_fn *dupctx;
+    OSSL_FUNC_cipher_encrypt_init_fn *init[2];    /* [enc] */
+    OSSL_FUNC_cipher_update_fn *update;
+    OSSL_FUNC_cipher_get_ctx_params_fn *get;
+    OSSL_FUNC_cipher_set_ctx_params_fn *set;
+} raw_cipher;
+
+/* Is name one of the colon-separated names in names? */
+static int raw_named(const char *names, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *s = names; *s != '\0';) {
+        const char *e = strchr(s, ':');
+        size_t len = e != NULL ? (size_t)(e - s) : strlen(s);
+
+        if (len == n && OPENSSL_strncasecmp(s, name, n) == 0)
+            return 1;
+        s += len + (e != NULL);
+    }
+    return 0;
+}
+
+static int raw_find(OSSL_PROVIDER *prov, const char *name, raw_cipher *r)
+{
+    int nc;
+    const OSSL_ALGORITHM *a = OSSL_PROVIDER_query_operation(prov, OSSL_OP_CIPHER, &nc);
+
+    memset(r, 0, sizeof(*r));
+    r->provctx = OSSL_PROVIDER_get0_provider_ctx(prov);
+    for (; a != NULL && a->algorithm_names != NULL; a++) {
+        if (!raw_named(a->algorithm_names, name))
+            continue;
+        for (const OSSL_DISPATCH *d = a->implementation; d->function_id != 0; d++) {
+            switch (d->function_id) {
+            case OSSL_FUNC_CIPHER_NEWCTX: r->newctx = OSSL_FUNC_cipher_newctx(d); break;
+            case OSSL_FUNC_CIPHER_FREECTX: r->freectx = OSSL_FUNC_cipher_freectx(d); break;
+            case OSSL_FUNC_CIPHER_DUPCTX: r->dupctx = OSSL_FUNC_cipher_dupctx(d); break;
+            case OSSL_FUNC_CIPHER_ENCRYPT_INIT: r->init[1] = OSSL_FUNC_cipher_encrypt_init(d); break;
+            case OSSL_FUNC_CIPHER_DECRYPT_INIT: r->init[0] = OSSL_FUNC_cipher_decrypt_init(d); break;
+            case OSSL_FUNC_CIPHER_UPDATE: r->update = OSSL_FUNC_cipher_update(d); break;
+            case OSSL_FUNC_CIPHER_GET_CTX_PARAMS: r->get = OSSL_FUNC_cipher_get_ctx_params(d); break;
+            case OSSL_FUNC_CIPHER_SET_CTX_PARAMS: r->set = OSSL_FUNC_cipher_set_ctx_params(d); break;
+            }
+        }
+        break;
+    }
+    return r->newctx != NULL && r->freectx != NULL && r->dupctx != NULL && r->init[0] != NULL
+           && r->init[1] != NULL && r->update != NULL && r->get != NULL && r->set != NULL;
+}
+
+/* The key length, IV length and TLS AAD pad of ctx[0] (default) and ctx[1]
+ * (gpuaes) agree, asked alone as a size_t, as a 4-byte unsigned, as an int,
+ * with no data, and all three together. */
+static void raw_same_lengths(raw_cipher r[2], void *ctx[2], const char *name, const char *when)
+{
+    static const char *const keys[] = { OSSL_CIPHER_PARAM_KEYLEN, OSSL_CIPHER_PARAM_IVLEN,
+                                        OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD };
+
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+        for (int form = 0; form < 4; form++) {
+            static const unsigned types[] = { OSSL_PARAM_UNSIGNED_INTEGER, OSSL_PARAM_UNSIGNED_INTEGER,
+                                              OSSL_PARAM_INTEGER, OSSL_PARAM_UNSIGNED_INTEGER };
+            static const size_t sizes[] = { sizeof(size_t), 4, sizeof(int), sizeof(size_t) };
+            uint64_t v[2] = { 0x5a5a5a5a5a5a5a5aULL, 0x5a5a5a5a5a5a5a5aULL };
+            size_t rs[2];
+            int ok[2];
+
+            for (int j = 0; j < 2; j++) {
+                OSSL_PARAM p[2] = { { keys[k], types[form], form == 3 ? NULL : &v[j], sizes[form],
+                                      OSSL_PARAM_UNMODIFIED }, OSSL_PARAM_END };
+
+                ok[j] = r[j].get(ctx[j], p) > 0;
+                rs[j] = p[0].return_size;
+            }
+            CHECKF(ok[0] == ok[1] && rs[0] == rs[1] && (!ok[0] || v[0] == v[1]),
+                   "%s %s: %s (form %d) default ok=%d size=%zu value=%#llx, gpuaes ok=%d "
+                   "size=%zu value=%#llx", name, when, keys[k], form, ok[0], rs[0],
+                   (unsigned long long)v[0], ok[1], rs[1], (unsigned long long)v[1]);
+        }
+    }
+    {
+        size_t v[2][3];
+        int ok[2];
+
+        for (int j = 0; j < 2; j++) {
+            OSSL_PARAM p[4] = { OSSL_PARAM_size_t(keys[0], &v[j][0]),
+                                OSSL_PARAM_size_t(keys[1], &v[j][1]),
+                                OSSL_PARAM_size_t(keys[2], &v[j][2]), OSSL_PARAM_END };
+
+            memset(v[j], 0, sizeof(v[j]));
+            ok[j] = r[j].get(ctx[j], p) > 0;
+        }
+        CHECKF(ok[0] == ok[1] && memcmp(v[0], v[1], sizeof(v[0])) == 0,
+               "%s %s: the three together differ", name, when);
+    }
+    ERR_clear_error();
+}
+
+/* One size_t parameter (twice: a duplicate key with a second value). */
+static int raw_set_size(raw_cipher *r, void *ctx, const char *key, size_t v, const char *key2,
+                        size_t v2)
+{
+    OSSL_PARAM p[3] = { OSSL_PARAM_size_t(key, &v), OSSL_PARAM_END, OSSL_PARAM_END };
+
+    if (key2 != NULL)
+        p[1] = (OSSL_PARAM)OSSL_PARAM_size_t(key2, &v2);
+    return r->set(ctx, p) > 0;
+}
+
+#define RAW_BOTH(res, call)                                                     \
+    do {                                                                        \
+        for (int j_ = 0; j_ < 2; j_++) {                                        \
+            raw_cipher *R = &r[j_];                                             \
+            void *X = x[j_];                                                    \
+            res[j_] = (call) > 0;                                               \
+        }                                                                       \
+        ERR_clear_error();                                                      \
+    } while (0)
+
+#define RAW_STEP(what, call)                                                    \
+    do {                                                                        \
+        int res_[2];                                                            \
+        RAW_BOTH(res_, call);                                                   \
+        CHECKF(res_[0] == res_[1], "%s %s: default %d gpuaes %d", name, what,   \
+               res_[0], res_[1]);                                               \
+        raw_same_lengths(r, x, name, what);                                     \
+    } while (0)
+
+/* Every way a sequence of provider calls changes the default's GCM IV length
+ * or TLS AAD pad: inits with an IV (taken, refused, failing after the IV on
+ * the key or the parameters), IV length sets (taken, refused, repeated, in
+ * other integer forms), a copy, TLS AADs in init and set. */
+static void gcm_raw_lengths(test_env *env, const char *name)
+{
+    static const unsigned char key[32] = "raw-lengths-key-of-32-bytes-....";
+    unsigned char iv[128], aad13[13], tag[16] = { 0 };
+    raw_cipher r[2];
+    size_t keylen = strstr(name, "256") != NULL ? 32 : 16;
+    void *x[2] = { NULL, NULL };
+
+    CHECKF(raw_find(env->deflt, name, &r[0]) && raw_find(env->gpuaes, name, &r[1]),
+           "%s: dispatch tables", name);
+    if (r[0].newctx == NULL || r[1].newctx == NULL)
+        return;
+    memset(iv, 0x11, sizeof(iv));
+    for (int enc = 1; enc >= 0; enc--) {
+        for (int j = 0; j < 2; j++)
+            x[j] = r[j].newctx(r[j].provctx);
+        CHECK(x[0] != NULL && x[1] != NULL);
+        raw_same_lengths(r, x, name, "new");
+        RAW_STEP("init, IV 16 and a wrong key length",
+                 R->init[enc](X, key, keylen + 1, iv, 16, NULL));
+        RAW_STEP("init, IV 7 and a key length 0", R->init[enc](X, key, 0, iv, 7, NULL));
+        RAW_STEP("init, IV 0", R->init[enc](X, key, keylen, iv, 0, NULL));
+        RAW_STEP("init, IV 129", R->init[enc](X, key, keylen, iv, 129, NULL));
+        RAW_STEP("init, key and IV 20", R->init[enc](X, key, keylen, iv, 20, NULL));
+        RAW_STEP("init, IV 12 alone", R->init[enc](X, NULL, 0, iv, 12, NULL));
+        {
+            OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, 16),
+                                OSSL_PARAM_END };
+
+            RAW_STEP("init, IV 24 and a tag", R->init[enc](X, NULL, 0, iv, 24, p));
+        }
+        RAW_STEP("ivlen 0", raw_set_size(R, X, OSSL_CIPHER_PARAM_AEAD_IVLEN, 0, NULL, 0));
+        RAW_STEP("ivlen 129", raw_set_size(R, X, OSSL_CIPHER_PARAM_AEAD_IVLEN, 129, NULL, 0));
+        RAW_STEP("ivlen 9 then 10", raw_set_size(R, X, OSSL_CIPHER_PARAM_AEAD_IVLEN, 9,
+                                                 OSSL_CIPHER_PARAM_AEAD_IVLEN, 10));
+        RAW_STEP("ivlen 0 then 10", raw_set_size(R, X, OSSL_CIPHER_PARAM_AEAD_IVLEN, 0,
+                                                 OSSL_CIPHER_PARAM_AEAD_IVLEN, 10));
+        {
+            uint32_t v = 33;
+            OSSL_PARAM p[2] = { OSSL_PARAM_uint32(OSSL_CIPHER_PARAM_AEAD_IVLEN, &v), OSSL_PARAM_END };
+
+            RAW_STEP("ivlen 33 as uint32", R->set(X, p));
+        }
+        {
+            int v = 34;
+            OSSL_PARAM p[2] = { OSSL_PARAM_int(OSSL_CIPHER_PARAM_AEAD_IVLEN, &v), OSSL_PARAM_END };
+
+            RAW_STEP("ivlen 34 as int", R->set(X, p));
+            v = -1;
+            RAW_STEP("ivlen -1 as int", R->set(X, p));
+        }
+        {
+            double v = 35.0;
+            OSSL_PARAM p[2] = { OSSL_PARAM_double(OSSL_CIPHER_PARAM_AEAD_IVLEN, &v), OSSL_PARAM_END };
+
+            RAW_STEP("ivlen 35 as double", R->set(X, p));
+        }
+        {
+            size_t v = 40;
+            OSSL_PARAM p[3] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, 16),
+                                OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &v), OSSL_PARAM_END };
+
+            RAW_STEP("a tag and ivlen 40", R->set(X, p));
+        }
+        RAW_STEP("init, key, IV 12, ivlen 48",
+                 (R->init[enc](X, key, keylen, iv, 12, (OSSL_PARAM[]){
+                      OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &(size_t){ 48 }),
+                      OSSL_PARAM_END })));
+        RAW_STEP("init, IV 50, wrong key length",
+                 R->init[enc](X, key, keylen == 16 ? 32 : 16, iv, 50, NULL));
+        {
+            void *d[2];
+            int ok;
+
+            for (int j = 0; j < 2; j++)
+                d[j] = r[j].dupctx(x[j]);
+            ok = d[0] != NULL && d[1] != NULL;
+            CHECKF(ok, "%s: dupctx", name);
+            if (ok)
+                raw_same_lengths(r, d, name, "a copy");
+            for (int j = 0; j < 2; j++)
+                r[j].freectx(d[j]);
+        }
+        /* TLS: a refused AAD, then one in an init's parameters, a refused one */
+        tls_aad(aad13, 1, enc ? 8 + 10 : 8 + 10 + 16);
+        {
+            OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, aad13, 12),
+                                OSSL_PARAM_END };
+
+            RAW_STEP("a 12-byte TLS AAD", R->set(X, p));
+            p[0].data_size = 13;
+            RAW_STEP("init with a TLS AAD", R->init[enc](X, key, keylen, iv, 12, p));
+            RAW_STEP("ivlen 8 in TLS mode",
+                     raw_set_size(R, X, OSSL_CIPHER_PARAM_AEAD_IVLEN, 8, NULL, 0));
+            p[0].data_size = 12;
+            RAW_STEP("a 12-byte TLS AAD in TLS mode", R->set(X, p));
+        }
+        for (int j = 0; j < 2; j++)
+            r[j].freectx(x[j]);
+    }
+    /* A TLS AAD taken in a set whose later parameter is refused */
+    for (int enc = 1; enc >= 0; enc--) {
+        for (int j = 0; j < 2; j++)
+            x[j] = r[j].newctx(r[j].provctx);
+        RAW_STEP("init", R->init[enc](X, key, keylen, NULL, 0, NULL));
+        tls_aad(aad13, 1, enc ? 8 + 10 : 8 + 10 + 16);
+        {
+            unsigned char fixed[2] = { 1, 2 };
+            OSSL_PARAM p[3] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, aad13, 13),
+                                OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, fixed, 2),
+                                OSSL_PARAM_END };
+
+            RAW_STEP("a TLS AAD and a refused fixed IV", R->set(X, p));
+            p[1] = (OSSL_PARAM)OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, aad13, 12);
+            RAW_STEP("a TLS AAD then a short one", R->set(X, p));
+            p[0].data_size = 12;
+            p[1].data_size = 13;
+            RAW_STEP("a short TLS AAD then a good one", R->set(X, p));
+        }
+        for (int j = 0; j < 2; j++)
+            r[j].freectx(x[j]);
+    }
+}
+
 /* tlsivgen / tlsivinv outside records: IV invocation field handed out and back. */
 static void gcm_ivgen(test_env *env, const char *name)
 {
@@ -369,6 +638,7 @@ void gcm_extra_tests(test_env *env)
         gcm_ivlens(env, gcms[i]);
         gcm_tls_records(env, gcms[i]);
         gcm_tls_lengths(env, gcms[i]);
+        gcm_raw_lengths(env, gcms[i]);
         gcm_ivgen(env, gcms[i]);
     }
     cbc_tls_records(env, "AES-128-CBC", TLS1_2_VERSION, 0);
