@@ -273,8 +273,11 @@ static void init_failed(gcm_ctx *c, const unsigned char *key, size_t keylen,
         c->msg = MSG_FALLBACK;
     }
     if (key != NULL) {
-        if (keylen != c->var->keylen)
+        if (keylen != c->var->keylen) {
+            /* Refused after an IV it may have taken: its length is read back. */
+            note_params_failed(c, NULL);
             return;
+        }
         take_key(c, key);
         if (!(c->msg == MSG_GPU && c->g.finished))
             c->msg = MSG_FALLBACK;
