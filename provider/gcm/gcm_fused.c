@@ -29,6 +29,7 @@
 #include "gcm_fused.h"
 #include "gcm_math.h"
 #include "gpuaes_counter.h"
+#include "wipe.h"
 
 #define BLOCK 16
 
@@ -110,5 +111,5 @@ void gcm_fused_free(gcm_fused *f)
 {
     if (f->ctx != NULL)
         f->gcm->freectx(f->ctx);      /* the default provider wipes its contexts */
-    OPENSSL_cleanse(f, sizeof(*f));
+    wipe(f, sizeof(*f));
 }
