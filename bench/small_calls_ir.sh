@@ -11,7 +11,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 printf '%-8s %6s %12s %12s %15s\n' pattern size "default Ir" "gpuaes Ir" default/gpuaes
 for spec in ${IR_SPECS:-tls13:16 tls13:64 tls13:1024 tls12:16 tls12:64 tls12:1024 ecb:16 ecb:64 \
-            cbc-dec:16 cbc-dec:64 ctr:16 ctr:64 gcm:16 drbg:32 drbg:256}; do
+            cbc-dec:16 cbc-dec:64 ctr:16 ctr:64 gcm:16 drbg:32 drbg:256 gcm-msg:16 gcm-msg:1024 cbc-msg:16 \
+            cbc-msg:1024}; do
     p=${spec%%:*} s=${spec#*:}
     valgrind --tool=callgrind --callgrind-out-file="$out/cg" --collect-atstart=no \
         --toggle-collect=count_default --toggle-collect=count_gpuaes \
