@@ -12,7 +12,9 @@
  * CI) and, those marked "load", when the provider loads: a failure there
  * turns the GPU path off (gpuaes then only forwards to the default provider)
  * with an error on the queue and a debug line.  The code that relies on one
- * names its identifier in a comment.
+ * names its identifier in a comment.  A check marked "load" runs in every
+ * process that loads gpuaes: it must stay a few blocks of work and draw no
+ * random numbers (that instantiates the fallback's DRBG: 0.6 ms a load).
  *
  * ASSUME_REINIT_KEEPS_SCHEDULE (load)
  *   An init with key NULL keeps the key schedule of the last keyed init (CBC,
