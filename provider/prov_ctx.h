@@ -55,6 +55,9 @@ typedef struct gpuaes_variant {
      * goes through the loading instance's own (gpuaes_fallback). */
     fallback_cipher *fallback;
     const OSSL_DISPATCH *dispatch_carry;   /* ours for a foreign core (provider.c, prov_err.h) */
+    /* The ECB and CTR variants of its key size (indices into the table): GCM's
+     * engine runs them too. */
+    unsigned char ecb_variant, ctr_variant;
 } gpuaes_variant;
 
 /*

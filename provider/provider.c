@@ -210,9 +210,14 @@ static void debug_made(void)
     };
 GPUAES_CIPHERS(VARIANT_DISPATCH)
 
+/* The variant of a mode (ecb, ctr, ...) and key length in bytes. */
+#define V_OF(mode, keylen) \
+    ((keylen) == 16 ? V_aes_128_##mode : (keylen) == 24 ? V_aes_192_##mode : V_aes_256_##mode)
+
 const gpuaes_variant gpuaes_variants[] = {
 #define VARIANT_ENTRY(id, name, mode, keylen, family, update) \
-    { name, mode, keylen, id##_dispatch, &fallbacks[V_##id], id##_dispatch_carry },
+    { name, mode, keylen, id##_dispatch, &fallbacks[V_##id], id##_dispatch_carry, \
+      V_OF(ecb, keylen), V_OF(ctr, keylen) },
     GPUAES_CIPHERS(VARIANT_ENTRY)
 };
 const size_t gpuaes_variant_count = V_COUNT;

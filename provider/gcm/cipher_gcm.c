@@ -38,16 +38,6 @@
 
 #define GCM_MAX_DATA ((1ULL << 36) - 32)   /* SP 800-38D's limit on one message */
 
-/* The default provider's cipher of another mode with the same key size. */
-static const fallback_cipher *sibling(const gpuaes_prov *prov, const gpuaes_variant *var,
-                                      gpuaes_mode mode)
-{
-    for (size_t v = 0; v < gpuaes_variant_count; v++)
-        if (gpuaes_variants[v].mode == mode && gpuaes_variants[v].keylen == var->keylen)
-            return &prov->fallbacks[v];
-    return NULL;
-}
-
 void *gcm_newctx(void *provctx, const gpuaes_variant *var)
 {
     gcm_ctx *c = OPENSSL_zalloc(sizeof(*c));
@@ -66,8 +56,8 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
     c->fb_get = c->fb->get_ctx_params;
     c->fb_set = c->fb->set_ctx_params;
     c->fb_cipher = c->fb->cipher;
-    c->ecb = sibling(prov, var, MODE_ECB);
-    c->ctr = sibling(prov, var, MODE_CTR);
+    c->ecb = &prov->fallbacks[var->ecb_variant];
+    c->ctr = &prov->fallbacks[var->ctr_variant];
     c->ivlen = 12;                    /* the default's initial IV length: ASSUME_GCM_IVLEN_VOIDS_IV */
     c->tlspad = SIZE_MAX;             /* not known until a TLS AAD is taken */
     /* Invariant per provider (settings and assumptions are read at load). */
@@ -76,8 +66,7 @@ void *gcm_newctx(void *provctx, const gpuaes_variant *var)
     c->first_cpu -= c->first_cpu > 0;     /* as inl - 1 < first_cpu: 1 .. min - 1 */
     gcm_engine_new_message(c);
     c->fbctx = c->fb->newctx(prov->fallback_provctx);
-    if (c->fbctx == NULL || c->ecb == NULL || c->ctr == NULL) {
-        c->fb->freectx(c->fbctx);
+    if (c->fbctx == NULL) {
         OPENSSL_free(c);
         return NULL;
     }

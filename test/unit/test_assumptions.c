@@ -22,7 +22,8 @@
 
 /* The variants gpuaes registers (provider.c's table, without our dispatch). */
 static fallback_cipher fb[15];
-#define V(name, mode, keylen, i) { name, mode, keylen, NULL, &fb[i], NULL }
+#define V(name, mode, keylen, i) \
+    { name, mode, keylen, NULL, &fb[i], NULL, ((keylen) - 16) / 8, 9 + ((keylen) - 16) / 8 }
 const gpuaes_variant gpuaes_variants[] = {
     V("AES-128-ECB", MODE_ECB, 16, 0),  V("AES-192-ECB", MODE_ECB, 24, 1),
     V("AES-256-ECB", MODE_ECB, 32, 2),  V("AES-128-CBC", MODE_CBC, 16, 3),
