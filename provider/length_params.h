@@ -21,9 +21,9 @@
 #include <openssl/core.h>
 #include <openssl/core_names.h>
 
-/* Is `key` the name `name`, a string literal?  (Unrolled at compile time; no
- * byte of key past its end is read.) */
-static inline int length_param_is(const char *key, const char *name)
+/* Is `key` the parameter name `name`, a string literal?  (Unrolled at compile
+ * time; no byte of key past its end is read.  note_params uses it too.) */
+static inline int param_name_is(const char *key, const char *name)
 {
     size_t i;
 
@@ -50,12 +50,12 @@ static inline int length_param_answered(OSSL_PARAM params[], size_t keylen, size
         || p->data == NULL)
         return 0;
     /* (the first letters differ: one name compared) */
-    if (p->key[0] == 'i' && ivlen != SIZE_MAX && length_param_is(p->key, OSSL_CIPHER_PARAM_IVLEN))
+    if (p->key[0] == 'i' && ivlen != SIZE_MAX && param_name_is(p->key, OSSL_CIPHER_PARAM_IVLEN))
         v = ivlen;
-    else if (p->key[0] == 'k' && length_param_is(p->key, OSSL_CIPHER_PARAM_KEYLEN))
+    else if (p->key[0] == 'k' && param_name_is(p->key, OSSL_CIPHER_PARAM_KEYLEN))
         v = keylen;
     else if (p->key[0] == 't' && tlspad != SIZE_MAX
-             && length_param_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD))
+             && param_name_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD))
         v = tlspad;
     else
         return 0;

@@ -127,12 +127,6 @@ static void set_tls(gcm_ctx *c)
     c->msg = MSG_FALLBACK;
 }
 
-/* Is `key` the name `name`?  (A cheap first-letter test before strcmp.) */
-static int key_is(const char *key, const char *name)
-{
-    return key[0] == name[0] && key[1] == name[1] && strcmp(key, name) == 0;
-}
-
 /*
  * The parameters the fallback has just taken, in one pass (it scanned them
  * already; a TLS 1.2 record sets one per record).  The first of each name
@@ -147,19 +141,19 @@ static void note_params(gcm_ctx *c, const OSSL_PARAM params[])
         return;
     for (const OSSL_PARAM *p = params; p->key != NULL; p++) {
         if (p->key[0] == 't' && p->key[1] == 'l') {
-            if (key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD)) {
+            if (param_name_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD)) {
                 /* Taken: the pad is the tag's length from now on
                  * (ASSUME_GCM_TLS_AAD_PAD). */
                 c->tlspad = EVP_GCM_TLS_TAG_LEN;
                 if (!c->tls)
                     set_tls(c);
-            } else if (!c->tls && (key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED)
-                                   || key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV))) {
+            } else if (!c->tls && (param_name_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED)
+                                   || param_name_is(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV))) {
                 set_tls(c);               /* (in TLS mode they say nothing new) */
             }
-        } else if (ivlen == NULL && key_is(p->key, OSSL_CIPHER_PARAM_AEAD_IVLEN)) {
+        } else if (ivlen == NULL && param_name_is(p->key, OSSL_CIPHER_PARAM_AEAD_IVLEN)) {
             ivlen = p;
-        } else if (tag == NULL && key_is(p->key, OSSL_CIPHER_PARAM_AEAD_TAG)) {
+        } else if (tag == NULL && param_name_is(p->key, OSSL_CIPHER_PARAM_AEAD_TAG)) {
             tag = p;
         }
     }
