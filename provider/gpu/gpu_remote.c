@@ -31,7 +31,6 @@
 #include "gpu_backend.h"
 #include "gpuaesd_client.h"
 #include "gpuaesd_load.h"
-#include "gcm/gcm_math.h"
 #include "gpu_remote.h"
 
 #define SEGMENT ((size_t)64 << 20)    /* per connection; longer jobs go in pieces */
@@ -218,8 +217,6 @@ uint64_t remote_mono_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
 
-static uint32_t wire_op(gpuaes_op op);
-
 /* A consistent copy of the published load into *v: 0, or -1 when there is no
  * table or no clean copy.  load_readers keeps the mapping alive meanwhile. */
 static int load_snapshot(gpuaesd_load *v)
@@ -243,7 +240,7 @@ static unsigned remote_load(gpuaes_op op, uint64_t *ns_per_byte, unsigned *procs
     };
     gpuaesd_load v;
     uint64_t now, rate;
-    uint32_t w = wire_op(op);
+    uint32_t w = remote_wire_op(op);
     int ok, mine;
 
     *ns_per_byte = 0;
@@ -547,7 +544,7 @@ static void lost(rconn r)
     pthread_mutex_unlock(&R.mu);
 }
 
-static uint32_t wire_op(gpuaes_op op)
+uint32_t remote_wire_op(gpuaes_op op)
 {
     switch (op) {
     case GPUAES_ECB_ENCRYPT: return GPUAESD_OP_ECB_ENCRYPT;
@@ -562,272 +559,19 @@ static uint32_t wire_op(gpuaes_op op)
     return 0;
 }
 
-static int is_gcm(gpuaes_op op) { return op == GPUAES_GCM_ENCRYPT || op == GPUAES_GCM_DECRYPT; }
-
-/*
- * The pipeline (docs/SERVICE.md, "The pipeline").  A job goes in pieces of
- * R.chunk bytes (the first a quarter, the second a half of that, so the
- * service starts sooner), each in its own slot of the segment (a ring of W
- * slots) and run there in place.  The calling thread copies pieces in
- * (ahead, while slots are free), posts up to the service's max_inflight,
- * and copies finished pieces out in order, so that the copies overlap the
- * service's work on the pieces in flight; the copies use the copy pool's
- * threads (gpuaes_host_copy: no CUDA).  Out-of-order replies wait for
- * their turn: only a prefix of out[] is ever written, so that a failure
- * anywhere leaves done, iv and out[0..done) as one run would have: a piece
- * that is not OK ends the prefix at its own done, its successors in flight
- * are drained (the connection is reused) and their results dropped.
- */
-#define PIECES_MAX 32                  /* slots of the ring, at most */
-
-typedef struct piece {
-    size_t off, len;                   /* in the job */
-    unsigned char iv[16];              /* the state at in[off] */
-    uint64_t id;                       /* its request's */
-    int replied;
-    gpuaesd_job_reply rep;
-    gpuaes_host_copy_task *out_task;   /* its copy out, begun and not ended yet */
-} piece;
-
-typedef struct pipe_state {
-    gpuaes_job *job;
-    const remote_key *k;
-    gpuaesd_conn *c;
-    unsigned char *seg;
-    size_t chunk, w;                   /* slot size, slots */
-    piece p[PIECES_MAX];               /* piece n is p[n % w] */
-    size_t n_in, n_sent, n_out, n_free; /* pieces copied in, posted, copying out, slot free again */
-    int keystream;                     /* CTR: the service makes keystream, the copy out XORs it */
-    size_t next_off;                   /* the next piece's offset */
-    unsigned char next_iv[16];         /* and its state */
-    size_t bytes_in_flight;
-    int stop;                          /* a piece was not OK: post and copy in no more */
-    uint64_t ns_in, ns_out, ns_wait;   /* GPUAES_DEBUG: where a job's time went, */
-    uint64_t t0, ns_first;             /* when the first reply came (the ramp's latency) */
-    unsigned waits;                    /* and how often the thread slept on the service */
-} pipe_state;
-
-static unsigned char *slot_of(pipe_state *ps, size_t n)
-{
-    return ps->seg + (n % ps->w) * ps->chunk;
-}
-
-/* Copies the next piece into its slot (CTR as keystream: nothing to copy). */
-static void copy_in(pipe_state *ps)
-{
-    gpuaes_job *job = ps->job;
-    size_t n = ps->n_in, want = n == 0 ? ps->chunk / 4 : n == 1 ? ps->chunk / 2 : ps->chunk;
-    piece *p = &ps->p[n % ps->w];
-
-    want = want / 16 * 16;
-    p->off = ps->next_off;
-    p->len = job->len - p->off < want ? job->len - p->off : want;
-    p->replied = 0;
-    memcpy(p->iv, ps->next_iv, 16);
-    if (!ps->keystream)
-        gpuaes_host_copy(slot_of(ps, n), job->in + p->off, p->len, 0);
-    gpuaes_state_after(job->op, ps->next_iv, job->in != NULL ? job->in + p->off : NULL, p->len);
-    ps->next_off += p->len;
-    ps->n_in++;
-}
-
-/* Posts the next copied-in piece: 0, 1 (max_inflight reached), -1 (dead). */
-static int post_next(pipe_state *ps)
-{
-    gpuaes_job *job = ps->job;
-    piece *p = &ps->p[ps->n_sent % ps->w];
-    gpuaesd_job_req req;
-    int rc;
-
-    memset(&req, 0, sizeof(req));
-    req.op = !ps->keystream ? wire_op(job->op)
-           : job->op == GPUAES_CTR128 ? GPUAESD_OP_KEYSTREAM128 : GPUAESD_OP_KEYSTREAM32;
-    req.keylen = (uint32_t)ps->k->keylen;
-    memcpy(req.key, ps->k->key, ps->k->keylen);
-    memcpy(req.iv, p->iv, 16);
-    if (is_gcm(job->op))
-        memcpy(req.h, job->h, 16);
-    req.in_off = req.out_off = (uint64_t)(slot_of(ps, ps->n_sent) - ps->seg);
-    req.len = p->len;
-    rc = gpuaesd_post(ps->c, &req, (int)R.timeout_ms);
-    p->id = req.id;
-    OPENSSL_cleanse(&req, sizeof(req));
-    if (rc == 0) {
-        ps->n_sent++;
-        ps->bytes_in_flight += p->len;
-    }
-    return rc;
-}
-
-/* A reply: to the piece in flight it names (the client library checked it
- * against that request). */
-static void record(pipe_state *ps, const gpuaesd_job_reply *rep)
-{
-    for (size_t n = ps->n_out; n < ps->n_sent; n++) {
-        piece *p = &ps->p[n % ps->w];
-
-        if (!p->replied && p->id == rep->id) {
-            p->replied = 1;
-            p->rep = *rep;
-            if (ps->ns_first == 0)
-                ps->ns_first = remote_mono_ns() - ps->t0;
-            ps->bytes_in_flight -= p->len;
-            if (rep->status != GPUAESD_OK)
-                ps->stop = 1;
-            return;
-        }
-    }
-}
-
-/* The head piece has its reply: its done bytes begin to go out (the slot
- * stays taken until that copy is ended: end_copy_out), the state and GCM's
- * Y(A || B) = Y(A) * H^blocks(B) + Y(B) move on.  0 when it was all done. */
-static int copy_out(pipe_state *ps)
-{
-    gpuaes_job *job = ps->job;
-    piece *p = &ps->p[ps->n_out % ps->w];
-    size_t done = (size_t)p->rep.done;
-
-    p->out_task = NULL;
-    if (done > 0) {
-        p->out_task = gpuaes_host_copy_begin(job->out + p->off,
-                                             ps->keystream ? job->in + p->off : slot_of(ps, ps->n_out),
-                                             ps->keystream ? slot_of(ps, ps->n_out) : NULL, done, 1);
-        if (is_gcm(job->op)) {
-            unsigned char hm[16];
-
-            gf128_pow(hm, job->h, done / 16);
-            gf128_mul(job->ghash, hm);
-            for (int i = 0; i < 16; i++)
-                job->ghash[i] ^= p->rep.ghash[i];
-            OPENSSL_cleanse(hm, sizeof(hm));
-        }
-        memcpy(job->iv, p->rep.iv, 16);
-        job->done = p->off + done;
-    }
-    OPENSSL_cleanse(&p->rep.iv, sizeof(p->rep.iv) * 3);
-    ps->n_out++;                       /* begun: end_copy_out ends it */
-    return p->rep.status != GPUAESD_OK ? -1 : 0;
-}
-
-/* Ends the oldest copy out (helping it): its slot is free again. */
-static void end_copy_out(pipe_state *ps)
-{
-    gpuaes_host_copy_end(ps->p[ps->n_free % ps->w].out_task);
-    ps->p[ps->n_free % ps->w].out_task = NULL;
-    ps->n_free++;
-}
-
-/* Runs the job through connection r.  0: over (job->status set, r still
- * usable, nothing in flight); -1: r is dead (job->done / iv: the prefix
- * copied out so far). */
-static int pipeline(pipe_state *ps)
-{
-    gpuaes_job *job = ps->job;
-    gpuaesd_job_reply rep;
-    unsigned inflight_max = gpuaesd_max_inflight(ps->c);
-    int failed = 0, rc = 0;
-    uint64_t t;
-
-    for (;;) {
-        while ((rc = gpuaesd_poll_reply(ps->c, &rep)) == 1)
-            record(ps, &rep);
-        if (rc < 0)
-            break;
-        while (!ps->stop && ps->n_sent < ps->n_in && gpuaesd_inflight(ps->c) < inflight_max)
-            if ((rc = post_next(ps)) != 0)
-                break;
-        if (rc < 0)
-            break;
-        rc = 0;
-        t = remote_mono_ns();
-        if (!failed && ps->n_out < ps->n_sent && ps->p[ps->n_out % ps->w].replied) {
-            failed = copy_out(ps) != 0;
-            ps->ns_out += remote_mono_ns() - t;
-            continue;
-        }
-        if (!ps->stop && ps->next_off < job->len && ps->n_in - ps->n_free < ps->w) {
-            copy_in(ps);               /* while the pool copies the piece before out */
-            ps->ns_in += remote_mono_ns() - t;
-            continue;
-        }
-        if (ps->n_free < ps->n_out) {  /* nothing else to do: help the oldest copy out */
-            end_copy_out(ps);
-            ps->ns_out += remote_mono_ns() - t;
-            continue;
-        }
-        if (gpuaesd_inflight(ps->c) == 0)
-            break;                     /* all out; or failed, and the rest drained */
-        rc = gpuaesd_wait_any(ps->c, &rep, (int)(R.timeout_ms + ps->bytes_in_flight / 1000000));
-        ps->ns_wait += remote_mono_ns() - t;
-        ps->waits++;
-        if (rc != 0)
-            break;
-        record(ps, &rep);
-    }
-    while (ps->n_free < ps->n_out)     /* before the segment can go (lost() unmaps it) */
-        end_copy_out(ps);
-    OPENSSL_cleanse(&rep, sizeof(rep));
-    if (rc < 0)
-        return -1;
-    if (!failed) {
-        job->status = GPUAES_OK;
-        return 0;
-    }
-    {
-        const piece *p = &ps->p[(ps->n_out - 1) % ps->w];   /* the one that was not OK */
-        uint32_t st = p->rep.status;
-
-        if (job->done == 0 && st == GPUAESD_BUSY) {
-            job->status = GPUAES_BUSY;
-        } else {
-            job->status = GPUAES_FAILED;
-            snprintf(job->error, sizeof(job->error), "gpuaesd answered status %u after %zu bytes", st,
-                     job->done);
-        }
-        if (st == GPUAESD_BUSY)       /* a BUSY answer costs the copy in: hold the op */
-            atomic_store_explicit(&busy_until[wire_op(job->op)], now_ms() + BUSY_HOLD_MS,
-                                  memory_order_relaxed);
-        if (p->rep.done == 0)
-            memcpy(job->iv, p->iv, 16);  /* the state at in[done]: the piece's start */
-    }
-    return 0;
-}
-
 static void remote_run(gpuaes_job *job)
 {
-    pipe_state *ps;
-    size_t segn;
+    const remote_pipe_settings s = { R.chunk, R.timeout_ms, R.ctr_keystream };
+    int busy_answer;
     rconn r;
 
     gpu_job_unstarted(job);
     if (job->key == NULL || job->len == 0 || job->len % 16 != 0
-        || now_ms() < atomic_load_explicit(&busy_until[wire_op(job->op)], memory_order_relaxed))
+        || now_ms() < atomic_load_explicit(&busy_until[remote_wire_op(job->op)], memory_order_relaxed))
         return;
-    if ((ps = OPENSSL_zalloc(sizeof(*ps))) == NULL)
+    if ((r = take()).c == NULL)
         return;
-    if ((r = take()).c == NULL) {
-        OPENSSL_free(ps);
-        return;
-    }
-    ps->job = job;
-    ps->k = (const remote_key *)job->key;
-    ps->c = r.c;
-    ps->seg = gpuaesd_segment(r.c, &segn);
-    /* CTR: the service writes the keystream into the slots (no copy in, PCIe
-     * one way) and the copy out XORs it into out[]: one host pass, in pieces
-     * of half service_chunk (H200, one thread 64 MiB: 4 MiB pieces 29-30
-     * GB/s, 8 MiB 25-29, 16 MiB 22-23; copies in and out: 8 MiB 25, 4 MiB
-     * 15-19, 16 MiB 22: bench/results/README.md, earlier runs:
-     * 2026-11-24-h200/s26-e). */
-    ps->keystream = R.ctr_keystream && (job->op == GPUAES_CTR128 || job->op == GPUAES_CTR32);
-    ps->chunk = ps->keystream && R.chunk >= 8192 ? R.chunk / 2 / 4096 * 4096 : R.chunk;
-    if (ps->chunk > segn)
-        ps->chunk = segn;
-    ps->w = segn / ps->chunk < PIECES_MAX ? segn / ps->chunk : PIECES_MAX;
-    memcpy(ps->next_iv, job->iv, 16);
-    ps->t0 = remote_mono_ns();
-    if (pipeline(ps) != 0) {
+    if (remote_pipeline(job, (const remote_key *)job->key, r.c, &s, &busy_answer) != 0) {
         snprintf(job->error, sizeof(job->error), "gpuaesd gone or no answer within %u ms + 1 ms/MB",
                  R.timeout_ms);
         lost(r);
@@ -835,15 +579,9 @@ static void remote_run(gpuaes_job *job)
     } else {
         give_back(r);
     }
-    if (job->status == GPUAES_OK)
-        job->cpu_from = job->done;
-    if (gpuaes_debug_enabled())
-        gpuaes_debug("service job of %zu bytes: %.3f ms (copy in %.3f, copy out %.3f, waiting %.3f: %u sleeps, "
-                     "first reply at %.3f), %zu pieces",
-                     job->len, (double)(remote_mono_ns() - ps->t0) / 1e6, (double)ps->ns_in / 1e6,
-                     (double)ps->ns_out / 1e6, (double)ps->ns_wait / 1e6, ps->waits,
-                     (double)ps->ns_first / 1e6, ps->n_in);
-    OPENSSL_clear_free(ps, sizeof(*ps));
+    if (busy_answer)                   /* a BUSY answer costs the copy in: hold the op */
+        atomic_store_explicit(&busy_until[remote_wire_op(job->op)], now_ms() + BUSY_HOLD_MS,
+                              memory_order_relaxed);
 }
 
 static gpuaes_key *remote_key_new(const unsigned char *key, size_t keylen)

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "gpu_backend.h"
+#include "gpuaesd_client.h"
 
 /* A key as the service takes it: its bytes, sent with each request (wiped on free). */
 typedef struct remote_key {
@@ -27,6 +28,21 @@ void remote_count_conn(int open_delta, int busy_delta);
 uint64_t remote_mono_ns(void);          /* CLOCK_MONOTONIC */
 /* ms from now on CLOCK_REALTIME, the clock of a pthread_cond_timedwait. */
 void remote_deadline(struct timespec *until, unsigned ms);
+
+uint32_t remote_wire_op(gpuaes_op op);  /* GPUAESD_OP_*, 0 for none */
+
+/* remote_pipeline.c: one job through one connection, in pieces, with the
+ * caller's share (docs/SERVICE.md, "The pipeline").  0: over (job->status,
+ * done, cpu_from and iv set; the connection usable, nothing in flight;
+ * *busy_answer: the service answered BUSY).  -1: the connection is dead
+ * (job->done / iv: the prefix copied out; cpu_from: the share's tail). */
+typedef struct remote_pipe_settings {
+    size_t chunk;                      /* service_chunk: a job's pieces (page multiple) */
+    unsigned timeout_ms;               /* service_timeout_ms */
+    int ctr_keystream;                 /* service_ctr_keystream */
+} remote_pipe_settings;
+int remote_pipeline(gpuaes_job *job, const remote_key *k, gpuaesd_conn *c, const remote_pipe_settings *s,
+                    int *busy_answer);
 
 /* remote_keystream.c: the keystream windows' calls of the backend's table (gpu_backend.h) */
 gpuaes_ks_window *remote_ks_window_new(size_t cap);

@@ -78,6 +78,15 @@ gpuaes_test(NAME kat_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_k
 gpuaes_test(NAME diff_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff> --gpu
   --threads 4 --iterations 8 --max-bytes 3M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 120)
+# The caller's share through the service (provider/gpu/remote_pipeline.c): all,
+# it must run for every group; ctr (default), for CTR only (keystream pieces).
+# Small pieces: a share takes only what no piece has claimed, and with the
+# default ones a job of 9 MiB is all claimed at once.
+gpuaes_test(NAME cpu_share_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_cpu_share> --all
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} GPUAES_GPU_CPU_SHARE=all
+  TIMEOUT 300)
+gpuaes_test(NAME cpu_share_ctr_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_cpu_share> --ctr
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 300)
 gpuaes_test(NAME params_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_params> --gpu
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small} TIMEOUT 120)
 gpuaes_test(NAME bad_input_service_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_bad_input> --gpu
