@@ -27,7 +27,7 @@ gpu_checks() {
     cmake -DGPUAES_TEST_BACKEND=service "$B" > /dev/null
     ( cd "$B" && GPUAES_GPU_START_BYTES=0 GPUAES_SERVICE_PATH=$B/gpuaesd \
         GPUAES_SERVICE_DIR=$d GPUAES_SERVICE_TIMEOUT_MS=10000 timeout 200 ctest --output-on-failure \
-        -R '^(keystream|keystream_tiny|ks_life_(jump|mixed|final|pool)|overlap_keystream_gpu|kat|diff|params|bad_input|gcm_ghash|tls|reinit|diff_gpu_migrate)$' \
+        -R '^(cpu_share_gpu|cpu_share_ctr_gpu|keystream|keystream_tiny|ks_life_(jump|mixed|final|pool)|overlap_keystream_gpu|kat|diff|params|bad_input|gcm_ghash|tls|reinit|diff_gpu_migrate)$' \
         > "$OUT/ctest-service.log" 2>&1
       echo "service ctest rc=$?"; grep -E "tests passed|Failed" "$OUT/ctest-service.log"
       "$B/gpuaesd" --socket-dir "$d" --status >> "$OUT/ctest-service.log" 2>&1 )
