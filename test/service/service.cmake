@@ -133,6 +133,18 @@ gpuaes_test(NAME diff_service_failmid_emu COMMAND ${_svc_run} served $<TARGET_FI
   --threads 2 --iterations 16 --max-bytes 3M
   LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small}
   GPUAES_EMU_FAIL_EVERY=5 TIMEOUT 120)
+# ... and with the caller's share for every op (gpu_cpu_share=all) and a slow
+# service (1 ms a piece, so that callers wait and take shares): a job ends
+# with a GPU prefix, a gap and the share's tail (GCM's tail GHASH folded in
+# after the gap); and the service SIGKILLed with shares running.
+gpuaes_test(NAME diff_service_failmid_share_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_diff>
+  --threads 2 --iterations 32 --max-bytes 3M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small}
+  GPUAES_EMU_FAIL_EVERY=5 GPUAES_GPU_CPU_SHARE=all GPUAES_EMU_JOB_DELAY_MS=1 TIMEOUT 120)
+gpuaes_test(NAME diff_service_killed_share_emu COMMAND ${_svc_run} killed $<TARGET_FILE:test_diff>
+  --threads 4 --iterations 64 --max-bytes 3M
+  LABELS emu service MODULE_DIR ${CMAKE_BINARY_DIR}/emu ENV ${_svc_env} ${_svc_small}
+  GPUAES_GPU_CPU_SHARE=all GPUAES_EMU_JOB_DELAY_MS=1 TIMEOUT 120)
 # A service whose GPU cannot run GCM answers BUSY for it: those jobs run on
 # the CPU (and are not sent again for a moment), the rest through the service.
 gpuaes_test(NAME kat_service_nogcm_emu COMMAND ${_svc_run} served $<TARGET_FILE:test_kat> --gpu
