@@ -128,6 +128,10 @@ typedef struct gpuaes_job {
     gpuaes_status status;          /* GPUAES_OK: done == cpu_from (all of out[] is done) */
     char error[GPUAES_ERROR_SIZE];               /* why, when status == GPUAES_FAILED */
     int direct;                    /* 1: ran by DMA straight from a registered range (below) */
+    /* 1: the job paid a one-time cost, so its time is no sample of the path's
+     * speed (gpuaesd's client: memory of its segment touched for the first
+     * time, tens of ms per 64 MiB).  The caller zeroes it; a layer sets it. */
+    int first_use;
 } gpuaes_job;
 
 /* ---- Settings (README, "Knobs") ----

@@ -430,7 +430,7 @@ int dispatch_gpu_begin(void)
 }
 
 void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int busy_at_start,
-                      uint64_t ns)
+                      uint64_t ns, int one_time)
 {
     int busy_at_end = atomic_fetch_sub_explicit(&inflight, 1, memory_order_relaxed) - 1;
     uint64_t now = dispatch_now_ns();
@@ -456,7 +456,7 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
         atomic_store(&backoff_ns, 0);
         atomic_store(&backoff_until, 0);
     }
-    if (done == len && len > 0) {
+    if (done == len && len > 0 && !one_time) {
         /* Shared with about this many jobs for its duration: one alone would
          * have taken that many times less. */
         uint64_t share = 1 + (uint64_t)(busy_at_start + (busy_at_end > 0 ? busy_at_end : 0)) / 2;
@@ -465,7 +465,9 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
 
         sample(kind, 1, e, per_byte(ns, len) / share + 1, now, active, n < 2 * WARM, ns);
     } else if (exploring == (int)kind * 2 + 1) {
-        exploring = -1;                /* a partial job: no sample */
+        exploring = -1;                /* a partial job, or a first use (20x one job's time, once
+                                        * per segment: sampled, it held a lone thread on the CPU
+                                        * for ~16 such calls' time): no sample */
     }
 }
 

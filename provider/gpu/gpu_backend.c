@@ -50,6 +50,7 @@ void gpu_job_unstarted(gpuaes_job *job)
     job->done = 0;
     job->cpu_from = job->len;
     job->direct = 0;
+    job->first_use = 0;
     job->error[0] = '\0';
     memset(job->ghash, 0, sizeof(job->ghash));
     memset(job->ghash_tail, 0, sizeof(job->ghash_tail));

@@ -45,6 +45,7 @@ enum { R_IDLE, R_STARTING, R_UP, R_DOWN };
 typedef struct rconn {
     gpuaesd_conn *c;
     unsigned gen;
+    size_t warm;                       /* its segment's bytes from the start this process has touched */
 } rconn;
 
 static struct {
@@ -276,7 +277,7 @@ static void *starter_main(void *arg)
     pthread_mutex_lock(&R.mu);
     if (c != NULL) {
         load_adopt(c);
-        R.idle[R.nidle++] = (rconn){ c, R.gen };
+        R.idle[R.nidle++] = (rconn){ c, R.gen, 0 };
         R.nconns++;
         track(c, 1);
         R.backoff = BACKOFF_MIN_MS;
@@ -480,7 +481,7 @@ static const char *remote_description(void)
 /* A connection for one job, or NULL (the job goes to the CPU). */
 static rconn take(void)
 {
-    rconn r = { NULL, 0 };
+    rconn r = { NULL, 0, 0 };
     int dial = 0;
 
     pthread_mutex_lock(&R.mu);
@@ -571,7 +572,7 @@ static void remote_run(gpuaes_job *job)
         return;
     if ((r = take()).c == NULL)
         return;
-    if (remote_pipeline(job, (const remote_key *)job->key, r.c, &s, &busy_answer) != 0) {
+    if (remote_pipeline(job, (const remote_key *)job->key, r.c, &s, &busy_answer, &r.warm) != 0) {
         snprintf(job->error, sizeof(job->error), "gpuaesd gone or no answer within %u ms + 1 ms/MB",
                  R.timeout_ms);
         lost(r);

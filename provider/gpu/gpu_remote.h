@@ -35,14 +35,16 @@ uint32_t remote_wire_op(gpuaes_op op);  /* GPUAESD_OP_*, 0 for none */
  * caller's share (docs/SERVICE.md, "The pipeline").  0: over (job->status,
  * done, cpu_from and iv set; the connection usable, nothing in flight;
  * *busy_answer: the service answered BUSY).  -1: the connection is dead
- * (job->done / iv: the prefix copied out; cpu_from: the share's tail). */
+ * (job->done / iv: the prefix copied out; cpu_from: the share's tail).
+ * *warm: the bytes of the segment, from its start, this process has touched
+ * (raised; a job that touched more is a first use: job->first_use). */
 typedef struct remote_pipe_settings {
     size_t chunk;                      /* service_chunk: a job's pieces (page multiple) */
     unsigned timeout_ms;               /* service_timeout_ms */
     int ctr_keystream;                 /* service_ctr_keystream */
 } remote_pipe_settings;
 int remote_pipeline(gpuaes_job *job, const remote_key *k, gpuaesd_conn *c, const remote_pipe_settings *s,
-                    int *busy_answer);
+                    int *busy_answer, size_t *warm);
 
 /* remote_keystream.c: the keystream windows' calls of the backend's table (gpu_backend.h) */
 gpuaes_ks_window *remote_ks_window_new(size_t cap);

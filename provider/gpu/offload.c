@@ -123,7 +123,7 @@ static void run_reported(const gpuaes_prov *prov, offload_kind kind, gpuaes_job 
         /* The path's rate includes the caller's share: that is what a call
          * sent this way gets. */
         dispatch_gpu_end(kind, job->len, job->done + (job->len - job->cpu_from),
-                         job->status != GPUAES_FAILED, busy, dispatch_now_ns() - t0);
+                         job->status != GPUAES_FAILED, busy, dispatch_now_ns() - t0, job->first_use);
     }
     atomic_fetch_add_explicit(&gpu_bytes, job->done, memory_order_relaxed);
     atomic_fetch_add_explicit(&cpu_share_bytes, job->len - job->cpu_from, memory_order_relaxed);
@@ -175,6 +175,7 @@ int offload_job(const gpuaes_prov *prov, offload_kind kind, gpuaes_job *job, gpu
 
     job->done = 0;
     job->cpu_from = job->len;
+    job->first_use = 0;
     if (*gpukey == NULL)
         *gpukey = gpu()->job.key_new(key, keylen);
     if (*gpukey != NULL) {            /* else the CPU does it all: one gap */

@@ -117,10 +117,11 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
 int dispatch_gpu_alone(void);
 uint64_t dispatch_now_ns(void);
 void dispatch_cpu_done(offload_kind kind, size_t keylen, size_t len, uint64_t ns);
-/* Around one GPU job (offload_job): begin returns the jobs already in flight. */
+/* Around one GPU job (offload_job): begin returns the jobs already in flight.
+ * one_time: the job paid a one-time cost (gpuaes_job.first_use): no sample. */
 int dispatch_gpu_begin(void);
 void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int busy_at_start,
-                      uint64_t ns);
+                      uint64_t ns, int one_time);
 uint64_t dispatch_backoffs(void);
 /* 1 for the one caller that is to measure the CPU estimate of (kind, keylen)
  * now (none yet, none claimed): it times a sample and reports it with
