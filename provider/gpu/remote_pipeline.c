@@ -353,11 +353,11 @@ int remote_pipeline(gpuaes_job *job, const remote_key *k, gpuaesd_conn *c, const
     }
     if (gpuaes_debug_enabled())
         gpuaes_debug("service job of %zu bytes: %.3f ms (copy in %.3f, copy out %.3f, waiting %.3f: %u sleeps, "
-                     "first reply at %.3f; the caller's share %zu bytes in %.3f), %zu pieces",
+                     "first reply at %.3f; the caller's share %zu bytes in %.3f), %zu pieces%s",
                      job->len, (double)(remote_mono_ns() - ps->t0) / 1e6, (double)ps->ns_in / 1e6,
                      (double)ps->ns_out / 1e6, (double)ps->ns_wait / 1e6, ps->waits,
                      (double)ps->ns_first / 1e6, job->len - ps->cpu_from, (double)ps->ns_share / 1e6,
-                     ps->n_in);
+                     ps->n_in, job->first_use ? ", a first use of the segment (no sample)" : "");
     OPENSSL_cleanse(ps->next_iv, sizeof(ps->next_iv));
     OPENSSL_clear_free(ps, sizeof(*ps));
     return rc;
