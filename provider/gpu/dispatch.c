@@ -356,26 +356,75 @@ int dispatch_gpu_alone(void)
     return gpu_alone;
 }
 
+/* What a decision saw, for GPUAES_DEBUG's line when a thread's decision for
+ * a kind changes (decision_changed). */
+typedef struct decision {
+    const char *why;
+    uint64_t cpu, gpu, shared_gpu;
+    unsigned active, procs, busy, others, samples;
+} decision;
+
+static _Thread_local signed char last_go[OFFLOAD_KINDS];   /* 0: none yet, 1: CPU, 2: GPU */
+
+static __attribute__((noinline, cold)) void decision_changed(offload_kind kind, size_t len, int go,
+                                                            const decision *d)
+{
+    static const char *const names[OFFLOAD_KINDS] = {
+        [OFFLOAD_ECB_ENC] = "ECB enc", [OFFLOAD_ECB_DEC] = "ECB dec", [OFFLOAD_CBC_DEC] = "CBC dec",
+        [OFFLOAD_CFB_DEC] = "CFB dec", [OFFLOAD_CTR] = "CTR", [OFFLOAD_GCM] = "GCM",
+    };
+
+    gpuaes_debug("dispatch: %s, %zu bytes, now the %s (%s): CPU %.3f ns/B, GPU %.3f ns/B (%u samples; "
+                 "the service's %.3f), busy %u (others' jobs %u), threads of large calls %u here, %u in other "
+                 "processes", names[kind], len, go ? "GPU" : "CPU", d->why, (double)d->cpu / (1 << FIX),
+                 (double)d->gpu / (1 << FIX), d->samples, (double)d->shared_gpu / (1 << FIX), d->busy, d->others,
+                 d->active, d->procs);
+}
+
+static int decide(offload_kind kind, size_t keylen, size_t len, decision *d);
+
 int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)
+{
+    decision d = { "", 0, 0, 0, 0, 0, 0, 0, 0 };
+    int go;
+
+    gpu_alone = 1;                     /* dispatch = force: the GPU, as if alone */
+    if (prov->dispatch == DISPATCH_FORCE)
+        return 1;
+    gpu_alone = 0;
+    go = decide(kind, keylen, len, &d);
+    if (last_go[kind] != go + 1) {
+        last_go[kind] = (signed char)(go + 1);
+        if (gpuaes_debug_enabled())
+            decision_changed(kind, len, go, &d);
+    }
+    return go;
+}
+
+static int decide(offload_kind kind, size_t keylen, size_t len, decision *d)
 {
     uint64_t cpu, gpu, now, until = load_u64(&backoff_until), shared_gpu;
     estimate *ce = &cpu_est[kind][key_index(keylen)], *ge = &gpu_est[kind][size_class(len)];
     unsigned active, busy, users, others, procs;
     int jobs, go, burst;
 
-    gpu_alone = 1;                     /* dispatch = force: the GPU, as if alone */
-    if (prov->dispatch == DISPATCH_FORCE)
-        return 1;
-    gpu_alone = 0;
     now = dispatch_now_ns();
     active = active_threads(now, now + ACTIVE_NS, &burst);
     /* Other processes' threads of large calls count as this one's: with more
      * than half the cores making them, the GPU path's copies cost the others
      * more memory bandwidth than it saves (16 processes on the H200: 0.56x). */
     others = shared_load(kind, &shared_gpu, &procs);
-    if ((until != 0 && now < until) || cores_busy(active + procs) || (kind == OFFLOAD_GCM && burst))
+    d->active = active;
+    d->procs = procs;
+    d->others = others;
+    d->shared_gpu = shared_gpu;
+    d->why = until != 0 && now < until ? "a GPU failure's back-off" : cores_busy(active + procs)
+             ? "the cores busy with large calls" : kind == OFFLOAD_GCM && burst ? "a burst of GCM messages" : "";
+    if (d->why[0] != '\0')
         return 0;
     cpu = load_u64(&ce->ns);
+    d->cpu = cpu;
+    d->why = "the CPU's rate unknown";
     if (cpu == 0)
         return 0;                      /* measure the CPU first */
     /* acq_rel: a thread that enters after another left sees its stamp. */
@@ -384,14 +433,19 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     jobs = atomic_load_explicit(&inflight, memory_order_relaxed);
     busy += (jobs > (int)users ? (unsigned)jobs : users) + others;
     gpu = load_u64(&ge->ns);
-    if (gpu == 0 || atomic_load_explicit(&ge->samples, memory_order_relaxed) < WARM) {
+    d->gpu = gpu;
+    d->busy = busy;
+    d->samples = atomic_load_explicit(&ge->samples, memory_order_relaxed);
+    if (gpu == 0 || d->samples < WARM) {
         /* A first job, alone: it includes one-time costs.  The service's rate
          * (measured on other processes' jobs) decides while ours is not warm. */
         go = shared_gpu != 0 ? shared_gpu * (uint64_t)(1 + busy) < cpu : busy == 0;
+        d->why = shared_gpu != 0 ? "the GPU not warm: the service's rate" : "the GPU not warm";
     } else {
         uint64_t g = gpu * (uint64_t)(1 + busy), cost;
 
         go = g < cpu;
+        d->why = "the estimates";
         cost = far_off(g, cpu) ? ((go ? cpu : g) * (uint64_t)len) >> FIX : 0;   /* the loser's call, if FAR */
         /* Look again at the loser: it may have become faster.  Not at the
          * CPU for GCM: a message's first data would put the whole message on
@@ -400,6 +454,7 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
         if ((!go || kind != OFFLOAD_GCM) && explore_due(kind, go ? ce : ge, now, active, cost)) {
             go = !go;
             exploring = (int)kind * 2 + go;
+            d->why = "looking again at the loser";
         }
     }
     if (go)
