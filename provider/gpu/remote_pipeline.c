@@ -87,7 +87,7 @@ static int copy_in_due(pipe_state *ps, unsigned inflight_max)
 static void copy_in(pipe_state *ps)
 {
     gpuaes_job *job = ps->job;
-    size_t n = ps->n_in, want = n == 0 ? ps->chunk / 4 : n == 1 ? ps->chunk / 2 : ps->chunk;
+    size_t n = ps->n_in, want = n == 0 ? ps->chunk / 4 : n == 1 ? ps->chunk / 2 : ps->chunk, end;
     piece *p = &ps->p[n % ps->w];
 
     want = want / 16 * 16;
@@ -95,8 +95,9 @@ static void copy_in(pipe_state *ps)
     p->len = ps->cpu_from - p->off < want ? ps->cpu_from - p->off : want;
     p->replied = 0;
     memcpy(p->iv, ps->next_iv, 16);
-    if ((size_t)(slot_of(ps, n) - ps->seg) + p->len > ps->touched)
-        ps->touched = (size_t)(slot_of(ps, n) - ps->seg) + p->len;
+    end = (size_t)(slot_of(ps, n) - ps->seg) + p->len;
+    if (end > ps->touched)
+        ps->touched = end;
     if (!ps->keystream)
         gpuaes_host_copy(slot_of(ps, n), job->in + p->off, p->len, 0);
     gpuaes_state_after(job->op, ps->next_iv, job->in != NULL ? job->in + p->off : NULL, p->len);

@@ -213,40 +213,11 @@ static int core_get_params(const OSSL_CORE_HANDLE *h, OSSL_PARAM params[])
     return 1;                         /* no openssl.cnf section */
 }
 
-typedef struct {
-    OSSL_FUNC_cipher_newctx_fn *newctx;
-    OSSL_FUNC_cipher_freectx_fn *freectx;
-    OSSL_FUNC_cipher_encrypt_init_fn *einit;
-    OSSL_FUNC_cipher_decrypt_init_fn *dinit;
-    OSSL_FUNC_cipher_update_fn *update;
-    OSSL_FUNC_cipher_final_fn *final;
-    OSSL_FUNC_cipher_set_ctx_params_fn *set_ctx_params;
-} cipher_fns;
-
-static int find_cipher(const OSSL_ALGORITHM *algs, const char *name, cipher_fns *f)
+/* One of the module's ciphers with every function this test calls. */
+static int find_cipher(const OSSL_ALGORITHM *algs, const char *name, api_raw_cipher *f)
 {
-    size_t n = strlen(name);
-
-    memset(f, 0, sizeof(*f));
-    for (; algs->algorithm_names != NULL; algs++) {
-        if (strncmp(algs->algorithm_names, name, n) != 0 || algs->algorithm_names[n] != ':')
-            continue;
-        for (const OSSL_DISPATCH *d = algs->implementation; d->function_id != 0; d++) {
-            switch (d->function_id) {
-            case OSSL_FUNC_CIPHER_NEWCTX: f->newctx = OSSL_FUNC_cipher_newctx(d); break;
-            case OSSL_FUNC_CIPHER_FREECTX: f->freectx = OSSL_FUNC_cipher_freectx(d); break;
-            case OSSL_FUNC_CIPHER_ENCRYPT_INIT: f->einit = OSSL_FUNC_cipher_encrypt_init(d); break;
-            case OSSL_FUNC_CIPHER_DECRYPT_INIT: f->dinit = OSSL_FUNC_cipher_decrypt_init(d); break;
-            case OSSL_FUNC_CIPHER_UPDATE: f->update = OSSL_FUNC_cipher_update(d); break;
-            case OSSL_FUNC_CIPHER_FINAL: f->final = OSSL_FUNC_cipher_final(d); break;
-            case OSSL_FUNC_CIPHER_SET_CTX_PARAMS:
-                f->set_ctx_params = OSSL_FUNC_cipher_set_ctx_params(d); break;
-            }
-        }
-        return f->newctx && f->freectx && f->einit && f->dinit && f->update && f->final
-            && f->set_ctx_params;
-    }
-    return 0;
+    return api_raw_cipher_find(algs, name, f) && f->newctx && f->freectx && f->init[1] && f->init[0]
+           && f->update && f->final && f->set;
 }
 
 /* Errors through the upcalls since the last call: exactly those, and none
@@ -281,7 +252,7 @@ static void foreign_core(const error_list *wrong_final_default)
     OSSL_FUNC_provider_query_operation_fn *query = NULL;
     OSSL_FUNC_provider_teardown_fn *teardown = NULL;
     const OSSL_ALGORITHM *algs;
-    cipher_fns cbc, cfb;
+    api_raw_cipher cbc, cfb;
     unsigned char buf[64] = { 0 }, outb[96];
     unsigned int zero = 0, num = 16;
     OSSL_PARAM nopad[2] = { OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, &zero), OSSL_PARAM_END };
@@ -327,7 +298,7 @@ static void foreign_core(const error_list *wrong_final_default)
 
     /* The fallback's error (wrong final block length), carried over. */
     x = cbc.newctx(provctx);
-    CHECK(x != NULL && cbc.dinit(x, key, 16, iv, 16, nopad));
+    CHECK(x != NULL && cbc.init[0](x, key, 16, iv, 16, nopad));
     CHECK(cbc.update(x, outb, &o, sizeof(outb), buf, 20));
     CHECK(!cbc.final(x, outb + o, &o2, sizeof(outb) - o));
     l = took_from_core(&left);
@@ -338,9 +309,9 @@ static void foreign_core(const error_list *wrong_final_default)
 
     /* gpuaes's own error (num >= 16), through the upcalls. */
     x = cfb.newctx(provctx);
-    CHECK(x != NULL && cfb.einit(x, key, 16, iv, 16, NULL));
+    CHECK(x != NULL && cfb.init[1](x, key, 16, iv, 16, NULL));
     (void)took_from_core(&left);
-    CHECK(!cfb.set_ctx_params(x, badnum));
+    CHECK(!cfb.set(x, badnum));
     l = took_from_core(&left);
     CHECKF(one_error(&l, ERR_R_PASSED_INVALID_ARGUMENT, "not below the block size") && !left,
            "foreign core, CFB num 16: %d errors through the core (first: %s), %s on the linked queue",

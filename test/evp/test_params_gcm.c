@@ -263,59 +263,21 @@ static void gcm_tls_lengths(test_env *env, const char *name)
  * (OSSL_PROVIDER_query_operation: a caller may pass any key and IV length to
  * an init, as EVP_CipherInit_SKEY of OpenSSL 3.5 does with a raw key.) */
 
-typedef struct {
+/* A cipher of one provider, called directly: its functions and the provider's context. */
+typedef struct raw_cipher {
+    api_raw_cipher f;
     void *provctx;
-    OSSL_FUNC_cipher_newctx_fn *newctx;
-    OSSL_FUNC_cipher_freectx_fn *freectx;
-    OSSL_FUNC_cipher_dupctx_fn *dupctx;
-    OSSL_FUNC_cipher_encrypt_init_fn *init[2];    /* [enc] */
-    OSSL_FUNC_cipher_update_fn *update;
-    OSSL_FUNC_cipher_get_ctx_params_fn *get;
-    OSSL_FUNC_cipher_set_ctx_params_fn *set;
 } raw_cipher;
-
-/* Is name one of the colon-separated names in names? */
-static int raw_named(const char *names, const char *name)
-{
-    size_t n = strlen(name);
-
-    for (const char *s = names; *s != '\0';) {
-        const char *e = strchr(s, ':');
-        size_t len = e != NULL ? (size_t)(e - s) : strlen(s);
-
-        if (len == n && OPENSSL_strncasecmp(s, name, n) == 0)
-            return 1;
-        s += len + (e != NULL);
-    }
-    return 0;
-}
 
 static int raw_find(OSSL_PROVIDER *prov, const char *name, raw_cipher *r)
 {
     int nc;
-    const OSSL_ALGORITHM *a = OSSL_PROVIDER_query_operation(prov, OSSL_OP_CIPHER, &nc);
+    const api_raw_cipher *f = &r->f;
 
-    memset(r, 0, sizeof(*r));
     r->provctx = OSSL_PROVIDER_get0_provider_ctx(prov);
-    for (; a != NULL && a->algorithm_names != NULL; a++) {
-        if (!raw_named(a->algorithm_names, name))
-            continue;
-        for (const OSSL_DISPATCH *d = a->implementation; d->function_id != 0; d++) {
-            switch (d->function_id) {
-            case OSSL_FUNC_CIPHER_NEWCTX: r->newctx = OSSL_FUNC_cipher_newctx(d); break;
-            case OSSL_FUNC_CIPHER_FREECTX: r->freectx = OSSL_FUNC_cipher_freectx(d); break;
-            case OSSL_FUNC_CIPHER_DUPCTX: r->dupctx = OSSL_FUNC_cipher_dupctx(d); break;
-            case OSSL_FUNC_CIPHER_ENCRYPT_INIT: r->init[1] = OSSL_FUNC_cipher_encrypt_init(d); break;
-            case OSSL_FUNC_CIPHER_DECRYPT_INIT: r->init[0] = OSSL_FUNC_cipher_decrypt_init(d); break;
-            case OSSL_FUNC_CIPHER_UPDATE: r->update = OSSL_FUNC_cipher_update(d); break;
-            case OSSL_FUNC_CIPHER_GET_CTX_PARAMS: r->get = OSSL_FUNC_cipher_get_ctx_params(d); break;
-            case OSSL_FUNC_CIPHER_SET_CTX_PARAMS: r->set = OSSL_FUNC_cipher_set_ctx_params(d); break;
-            }
-        }
-        break;
-    }
-    return r->newctx != NULL && r->freectx != NULL && r->dupctx != NULL && r->init[0] != NULL
-           && r->init[1] != NULL && r->update != NULL && r->get != NULL && r->set != NULL;
+    return api_raw_cipher_find(OSSL_PROVIDER_query_operation(prov, OSSL_OP_CIPHER, &nc), name, &r->f)
+           && f->newctx != NULL && f->freectx != NULL && f->dupctx != NULL && f->init[0] != NULL
+           && f->init[1] != NULL && f->update != NULL && f->get != NULL && f->set != NULL;
 }
 
 /* The key length, IV length and TLS AAD pad of ctx[0] (default) and ctx[1]
@@ -339,7 +301,7 @@ static void raw_same_lengths(raw_cipher r[2], void *ctx[2], const char *name, co
                 OSSL_PARAM p[2] = { { keys[k], types[form], form == 3 ? NULL : &v[j], sizes[form],
                                       OSSL_PARAM_UNMODIFIED }, OSSL_PARAM_END };
 
-                ok[j] = r[j].get(ctx[j], p) > 0;
+                ok[j] = r[j].f.get(ctx[j], p) > 0;
                 rs[j] = p[0].return_size;
             }
             CHECKF(ok[0] == ok[1] && rs[0] == rs[1] && (!ok[0] || v[0] == v[1]),
@@ -358,7 +320,7 @@ static void raw_same_lengths(raw_cipher r[2], void *ctx[2], const char *name, co
                                 OSSL_PARAM_size_t(keys[2], &v[j][2]), OSSL_PARAM_END };
 
             memset(v[j], 0, sizeof(v[j]));
-            ok[j] = r[j].get(ctx[j], p) > 0;
+            ok[j] = r[j].f.get(ctx[j], p) > 0;
         }
         CHECKF(ok[0] == ok[1] && memcmp(v[0], v[1], sizeof(v[0])) == 0,
                "%s %s: the three together differ", name, when);
@@ -374,7 +336,7 @@ static int raw_set_size(raw_cipher *r, void *ctx, const char *key, size_t v, con
 
     if (key2 != NULL)
         p[1] = (OSSL_PARAM)OSSL_PARAM_size_t(key2, &v2);
-    return r->set(ctx, p) > 0;
+    return r->f.set(ctx, p) > 0;
 }
 
 #define RAW_BOTH(res, call)                                                     \
@@ -410,26 +372,26 @@ static void gcm_raw_lengths(test_env *env, const char *name)
 
     CHECKF(raw_find(env->deflt, name, &r[0]) && raw_find(env->gpuaes, name, &r[1]),
            "%s: dispatch tables", name);
-    if (r[0].newctx == NULL || r[1].newctx == NULL)
+    if (r[0].f.newctx == NULL || r[1].f.newctx == NULL)
         return;
     memset(iv, 0x11, sizeof(iv));
     for (int enc = 1; enc >= 0; enc--) {
         for (int j = 0; j < 2; j++)
-            x[j] = r[j].newctx(r[j].provctx);
+            x[j] = r[j].f.newctx(r[j].provctx);
         CHECK(x[0] != NULL && x[1] != NULL);
         raw_same_lengths(r, x, name, "new");
         RAW_STEP("init, IV 16 and a wrong key length",
-                 R->init[enc](X, key, keylen + 1, iv, 16, NULL));
-        RAW_STEP("init, IV 7 and a key length 0", R->init[enc](X, key, 0, iv, 7, NULL));
-        RAW_STEP("init, IV 0", R->init[enc](X, key, keylen, iv, 0, NULL));
-        RAW_STEP("init, IV 129", R->init[enc](X, key, keylen, iv, 129, NULL));
-        RAW_STEP("init, key and IV 20", R->init[enc](X, key, keylen, iv, 20, NULL));
-        RAW_STEP("init, IV 12 alone", R->init[enc](X, NULL, 0, iv, 12, NULL));
+                 R->f.init[enc](X, key, keylen + 1, iv, 16, NULL));
+        RAW_STEP("init, IV 7 and a key length 0", R->f.init[enc](X, key, 0, iv, 7, NULL));
+        RAW_STEP("init, IV 0", R->f.init[enc](X, key, keylen, iv, 0, NULL));
+        RAW_STEP("init, IV 129", R->f.init[enc](X, key, keylen, iv, 129, NULL));
+        RAW_STEP("init, key and IV 20", R->f.init[enc](X, key, keylen, iv, 20, NULL));
+        RAW_STEP("init, IV 12 alone", R->f.init[enc](X, NULL, 0, iv, 12, NULL));
         {
             OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, 16),
                                 OSSL_PARAM_END };
 
-            RAW_STEP("init, IV 24 and a tag", R->init[enc](X, NULL, 0, iv, 24, p));
+            RAW_STEP("init, IV 24 and a tag", R->f.init[enc](X, NULL, 0, iv, 24, p));
         }
         RAW_STEP("ivlen 0", raw_set_size(R, X, OSSL_CIPHER_PARAM_AEAD_IVLEN, 0, NULL, 0));
         RAW_STEP("ivlen 129", raw_set_size(R, X, OSSL_CIPHER_PARAM_AEAD_IVLEN, 129, NULL, 0));
@@ -441,47 +403,47 @@ static void gcm_raw_lengths(test_env *env, const char *name)
             uint32_t v = 33;
             OSSL_PARAM p[2] = { OSSL_PARAM_uint32(OSSL_CIPHER_PARAM_AEAD_IVLEN, &v), OSSL_PARAM_END };
 
-            RAW_STEP("ivlen 33 as uint32", R->set(X, p));
+            RAW_STEP("ivlen 33 as uint32", R->f.set(X, p));
         }
         {
             int v = 34;
             OSSL_PARAM p[2] = { OSSL_PARAM_int(OSSL_CIPHER_PARAM_AEAD_IVLEN, &v), OSSL_PARAM_END };
 
-            RAW_STEP("ivlen 34 as int", R->set(X, p));
+            RAW_STEP("ivlen 34 as int", R->f.set(X, p));
             v = -1;
-            RAW_STEP("ivlen -1 as int", R->set(X, p));
+            RAW_STEP("ivlen -1 as int", R->f.set(X, p));
         }
         {
             double v = 35.0;
             OSSL_PARAM p[2] = { OSSL_PARAM_double(OSSL_CIPHER_PARAM_AEAD_IVLEN, &v), OSSL_PARAM_END };
 
-            RAW_STEP("ivlen 35 as double", R->set(X, p));
+            RAW_STEP("ivlen 35 as double", R->f.set(X, p));
         }
         {
             size_t v = 40;
             OSSL_PARAM p[3] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, 16),
                                 OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &v), OSSL_PARAM_END };
 
-            RAW_STEP("a tag and ivlen 40", R->set(X, p));
+            RAW_STEP("a tag and ivlen 40", R->f.set(X, p));
         }
         RAW_STEP("init, key, IV 12, ivlen 48",
-                 (R->init[enc](X, key, keylen, iv, 12, (OSSL_PARAM[]){
+                 (R->f.init[enc](X, key, keylen, iv, 12, (OSSL_PARAM[]){
                       OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &(size_t){ 48 }),
                       OSSL_PARAM_END })));
         RAW_STEP("init, IV 50, wrong key length",
-                 R->init[enc](X, key, keylen == 16 ? 32 : 16, iv, 50, NULL));
+                 R->f.init[enc](X, key, keylen == 16 ? 32 : 16, iv, 50, NULL));
         {
             void *d[2];
             int ok;
 
             for (int j = 0; j < 2; j++)
-                d[j] = r[j].dupctx(x[j]);
+                d[j] = r[j].f.dupctx(x[j]);
             ok = d[0] != NULL && d[1] != NULL;
             CHECKF(ok, "%s: dupctx", name);
             if (ok)
                 raw_same_lengths(r, d, name, "a copy");
             for (int j = 0; j < 2; j++)
-                r[j].freectx(d[j]);
+                r[j].f.freectx(d[j]);
         }
         /* TLS: a refused AAD, then one in an init's parameters, a refused one */
         tls_aad(aad13, 1, enc ? 8 + 10 : 8 + 10 + 16);
@@ -489,22 +451,22 @@ static void gcm_raw_lengths(test_env *env, const char *name)
             OSSL_PARAM p[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, aad13, 12),
                                 OSSL_PARAM_END };
 
-            RAW_STEP("a 12-byte TLS AAD", R->set(X, p));
+            RAW_STEP("a 12-byte TLS AAD", R->f.set(X, p));
             p[0].data_size = 13;
-            RAW_STEP("init with a TLS AAD", R->init[enc](X, key, keylen, iv, 12, p));
+            RAW_STEP("init with a TLS AAD", R->f.init[enc](X, key, keylen, iv, 12, p));
             RAW_STEP("ivlen 8 in TLS mode",
                      raw_set_size(R, X, OSSL_CIPHER_PARAM_AEAD_IVLEN, 8, NULL, 0));
             p[0].data_size = 12;
-            RAW_STEP("a 12-byte TLS AAD in TLS mode", R->set(X, p));
+            RAW_STEP("a 12-byte TLS AAD in TLS mode", R->f.set(X, p));
         }
         for (int j = 0; j < 2; j++)
-            r[j].freectx(x[j]);
+            r[j].f.freectx(x[j]);
     }
     /* A TLS AAD taken in a set whose later parameter is refused */
     for (int enc = 1; enc >= 0; enc--) {
         for (int j = 0; j < 2; j++)
-            x[j] = r[j].newctx(r[j].provctx);
-        RAW_STEP("init", R->init[enc](X, key, keylen, NULL, 0, NULL));
+            x[j] = r[j].f.newctx(r[j].provctx);
+        RAW_STEP("init", R->f.init[enc](X, key, keylen, NULL, 0, NULL));
         tls_aad(aad13, 1, enc ? 8 + 10 : 8 + 10 + 16);
         {
             unsigned char fixed[2] = { 1, 2 };
@@ -512,15 +474,15 @@ static void gcm_raw_lengths(test_env *env, const char *name)
                                 OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, fixed, 2),
                                 OSSL_PARAM_END };
 
-            RAW_STEP("a TLS AAD and a refused fixed IV", R->set(X, p));
+            RAW_STEP("a TLS AAD and a refused fixed IV", R->f.set(X, p));
             p[1] = (OSSL_PARAM)OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, aad13, 12);
-            RAW_STEP("a TLS AAD then a short one", R->set(X, p));
+            RAW_STEP("a TLS AAD then a short one", R->f.set(X, p));
             p[0].data_size = 12;
             p[1].data_size = 13;
-            RAW_STEP("a short TLS AAD then a good one", R->set(X, p));
+            RAW_STEP("a short TLS AAD then a good one", R->f.set(X, p));
         }
         for (int j = 0; j < 2; j++)
-            r[j].freectx(x[j]);
+            r[j].f.freectx(x[j]);
     }
 }
 

@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 #include <limits.h>
+#include <string.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 
 const char *const api_ciphers[API_NCIPHERS] = {
@@ -69,4 +71,44 @@ int api_take_error(void)
 
     ERR_clear_error();
     return had;
+}
+
+/* Is name one of the colon-separated names in names? */
+static int named(const char *names, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *s = names; *s != '\0';) {
+        const char *e = strchr(s, ':');
+        size_t len = e != NULL ? (size_t)(e - s) : strlen(s);
+
+        if (len == n && OPENSSL_strncasecmp(s, name, n) == 0)
+            return 1;
+        s += len + (e != NULL);
+    }
+    return 0;
+}
+
+int api_raw_cipher_find(const OSSL_ALGORITHM *algs, const char *name, api_raw_cipher *r)
+{
+    memset(r, 0, sizeof(*r));
+    for (; algs != NULL && algs->algorithm_names != NULL; algs++) {
+        if (!named(algs->algorithm_names, name))
+            continue;
+        for (const OSSL_DISPATCH *d = algs->implementation; d->function_id != 0; d++) {
+            switch (d->function_id) {
+            case OSSL_FUNC_CIPHER_NEWCTX: r->newctx = OSSL_FUNC_cipher_newctx(d); break;
+            case OSSL_FUNC_CIPHER_FREECTX: r->freectx = OSSL_FUNC_cipher_freectx(d); break;
+            case OSSL_FUNC_CIPHER_DUPCTX: r->dupctx = OSSL_FUNC_cipher_dupctx(d); break;
+            case OSSL_FUNC_CIPHER_ENCRYPT_INIT: r->init[1] = OSSL_FUNC_cipher_encrypt_init(d); break;
+            case OSSL_FUNC_CIPHER_DECRYPT_INIT: r->init[0] = OSSL_FUNC_cipher_decrypt_init(d); break;
+            case OSSL_FUNC_CIPHER_UPDATE: r->update = OSSL_FUNC_cipher_update(d); break;
+            case OSSL_FUNC_CIPHER_FINAL: r->final = OSSL_FUNC_cipher_final(d); break;
+            case OSSL_FUNC_CIPHER_GET_CTX_PARAMS: r->get = OSSL_FUNC_cipher_get_ctx_params(d); break;
+            case OSSL_FUNC_CIPHER_SET_CTX_PARAMS: r->set = OSSL_FUNC_cipher_set_ctx_params(d); break;
+            }
+        }
+        return 1;
+    }
+    return 0;
 }
