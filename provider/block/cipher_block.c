@@ -493,7 +493,7 @@ static int update_plain(block_ctx *c, unsigned char *out, size_t *outl, size_t o
                         const unsigned char *in, size_t inl)
 {
     const offload_call call = { c->fb, kind_of(c), c->var->keylen,
-                                c->var->mode == MODE_ECB ? 0 : BLOCK, c->enc };
+                                c->var->mode == MODE_ECB ? 0 : BLOCK, c->enc, 0 };
 
     switch (inl < c->gpu_min ? GATE_CPU : offload_gate(c->prov, &call, inl)) {
     case GATE_CPU:

@@ -104,10 +104,13 @@ typedef struct gcm_ctx {
 #endif
 
 /* The gate (offload.c) for len bytes of this message's data; the CPU's
- * first estimate is the fallback's encryption with a 12-byte IV. */
+ * first estimate is the fallback's encryption with a 12-byte IV.  A CPU
+ * answer binds the message unless it is on gpuaes's engine, whose CPU
+ * blocks (the stitched pass, gcm_fused.c) may go back to the GPU at the next
+ * update. */
 static inline offload_gate_answer gcm_gate(const gcm_ctx *c, size_t len)
 {
-    const offload_call call = { c->fb, OFFLOAD_GCM, c->var->keylen, 12, 1 };
+    const offload_call call = { c->fb, OFFLOAD_GCM, c->var->keylen, 12, 1, c->msg != MSG_GPU };
 
     return offload_gate(c->prov, &call, len);
 }

@@ -71,8 +71,10 @@
  * time).  An explore sample FAR off its estimate replaces it (a fresh look
  * at a stale estimate); one that agrees doubles the gap (EXPLORE_MIN_NS ..
  * EXPLORE_MAX_NS, and at least EXPLORE_COST times the explore call's own
- * duration, which bounds what looking again costs).  A far-off sample of the
- * winning path weighs 1/2 instead of 1/8.  A GPU failure
+ * duration, which bounds what looking again costs).  The second far-off
+ * sample in a row (the same way) of the winning path weighs 1/2 instead of
+ * 1/8.  The CPU is not looked at again where a CPU answer binds later calls
+ * (a GCM message's start: offload_call.cpu_binds).  A GPU failure
  * (an allocation that did not fit, say) keeps the GPU out for a back-off
  * that doubles with each failure in a row (10 ms .. 10 s) and ends with a
  * success: calls meanwhile go straight to the CPU instead of retrying.
@@ -110,10 +112,12 @@
                                           began as one burst */
 
 /* One estimate: ns per byte, when it was last sampled, and the threads making
- * large calls then (a load twice or half today's makes it worth a new look). */
+ * large calls then (a load twice or half today's makes it worth a new look);
+ * far: its last sample was FAR slower (1) or faster (-1) than it, else 0. */
 typedef struct estimate {
     _Atomic uint64_t ns, at;
     _Atomic unsigned load, samples;
+    _Atomic int far;
 } estimate;
 
 static estimate cpu_est[OFFLOAD_KINDS][3];                 /* per key size: 128, 192, 256 */
@@ -122,6 +126,8 @@ static _Atomic uint64_t explore_gap[OFFLOAD_KINDS];        /* 0: EXPLORE_MIN_NS 
 static _Atomic uint64_t explore_ns[OFFLOAD_KINDS];         /* the last explore call's time */
 static _Thread_local int exploring = -1;                   /* kind * 2 + path of this thread's
                                                               explore call, until its sample */
+static _Thread_local uint64_t explore_bar;                 /* ... and the rate (the explored
+                                                              path's terms) it had to beat */
 static _Atomic int inflight;                               /* GPU jobs now, all threads */
 static _Atomic unsigned deciding;                          /* threads inside a decision now (a
                                                               fork during one leaves the child
@@ -214,8 +220,13 @@ static long usable_cores(void)
         n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n <= 0)
         n = 1;
-    atomic_store_explicit(&ncores, n, memory_order_relaxed);
-    gpuaes_debug("dispatch: %ld usable cores", n);
+    {
+        long none = 0;                 /* threads that count at once: one says so */
+
+        if (atomic_compare_exchange_strong_explicit(&ncores, &none, n, memory_order_relaxed,
+                                                    memory_order_relaxed))
+            gpuaes_debug("dispatch: %ld usable cores", n);
+    }
     return n;
 }
 
@@ -273,17 +284,26 @@ static int load_changed(unsigned then, unsigned now)
  * A sample of e, taken at `now` with `load` threads making large calls.
  * Exponentially weighted: recent calls count most (1/8 each; 1/2 while
  * `young`, so that a first sample that paid one-time costs fades fast, or
- * when FAR off); an explore sample FAR off replaces the estimate.  A lost
- * race loses one sample.  An explore sets the kind's next explore gap.
+ * when FAR off the same way as the sample before it: one such call is
+ * noise, two are news); an explore sample FAR off, or one that beats the
+ * path that won (the loser has become the winner), replaces the estimate.
+ * A single slow CPU call at 3x the rest (H200 through gpuaesd, AES-256-GCM
+ * 8 MiB, one thread) took 1/2 once and held that thread's messages on a GPU
+ * 1.4x slower than the CPU for its whole run (0.74x: session36-34d43d2 call
+ * A).  A lost race loses one sample.  An explore sets the kind's next
+ * explore gap.
  */
 static void sample(offload_kind kind, int path, estimate *e, uint64_t v, uint64_t now,
                    unsigned load, int young, uint64_t ns)
 {
     uint64_t old = load_u64(&e->ns), next = v;
     int far = old != 0 && far_off(old, v), explored = exploring == (int)kind * 2 + path;
+    int way = far ? (v > old ? 1 : -1) : 0;
+    int again = atomic_exchange_explicit(&e->far, way, memory_order_relaxed) == way && far;
+    int news = explored && (far || v < explore_bar);
 
-    if (old != 0 && !(far && explored)) {
-        unsigned shift = young || far ? 1 : 3;
+    if (old != 0 && !news) {
+        unsigned shift = young || again ? 1 : 3;
 
         next = old - (old >> shift) + (v >> shift);
     }
@@ -294,7 +314,7 @@ static void sample(offload_kind kind, int path, estimate *e, uint64_t v, uint64_
         uint64_t gap = load_u64(&explore_gap[kind]);
 
         exploring = -1;
-        gap = far || gap < EXPLORE_MIN_NS ? EXPLORE_MIN_NS
+        gap = news || gap < EXPLORE_MIN_NS ? EXPLORE_MIN_NS
               : gap * 2 > EXPLORE_MAX_NS ? EXPLORE_MAX_NS : gap * 2;
         if (gap < EXPLORE_COST * ns)
             gap = EXPLORE_COST * ns;
@@ -381,9 +401,9 @@ static __attribute__((noinline, cold)) void decision_changed(offload_kind kind, 
                  d->active, d->procs);
 }
 
-static int decide(offload_kind kind, size_t keylen, size_t len, decision *d);
+static int decide(offload_kind kind, size_t keylen, size_t len, int cpu_binds, decision *d);
 
-int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len)
+int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len, int cpu_binds)
 {
     decision d = { "", 0, 0, 0, 0, 0, 0, 0, 0 };
     int go;
@@ -392,7 +412,7 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     if (prov->dispatch == DISPATCH_FORCE)
         return 1;
     gpu_alone = 0;
-    go = decide(kind, keylen, len, &d);
+    go = decide(kind, keylen, len, cpu_binds, &d);
     if (last_go[kind] != go + 1) {
         last_go[kind] = (signed char)(go + 1);
         if (gpuaes_debug_enabled())
@@ -401,7 +421,7 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     return go;
 }
 
-static int decide(offload_kind kind, size_t keylen, size_t len, decision *d)
+static int decide(offload_kind kind, size_t keylen, size_t len, int cpu_binds, decision *d)
 {
     uint64_t cpu, gpu, now, until = load_u64(&backoff_until), shared_gpu;
     estimate *ce = &cpu_est[kind][key_index(keylen)], *ge = &gpu_est[kind][size_class(len)];
@@ -448,10 +468,12 @@ static int decide(offload_kind kind, size_t keylen, size_t len, decision *d)
         d->why = "the estimates";
         cost = far_off(g, cpu) ? ((go ? cpu : g) * (uint64_t)len) >> FIX : 0;   /* the loser's call, if FAR */
         /* Look again at the loser: it may have become faster.  Not at the
-         * CPU for GCM: a message's first data would put the whole message on
-         * the default provider (its CPU calls are sampled anyway whenever the
-         * GPU loses). */
-        if ((!go || kind != OFFLOAD_GCM) && explore_due(kind, go ? ce : ge, now, active, cost)) {
+         * CPU where that binds later calls: a GCM message's first data would
+         * put the whole message on the default provider (its CPU calls are
+         * sampled anyway whenever the GPU loses).  A message on gpuaes's
+         * engine may: its CPU blocks go back to the GPU at the next update. */
+        if ((!go || !cpu_binds) && explore_due(kind, go ? ce : ge, now, active, cost)) {
+            explore_bar = go ? g : cpu / (1 + busy);
             go = !go;
             exploring = (int)kind * 2 + go;
             d->why = "looking again at the loser";

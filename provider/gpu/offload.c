@@ -66,7 +66,7 @@ offload_gate_answer offload_gate(const gpuaes_prov *prov, const offload_call *ca
         || !offload_possible(call->kind))
         return GATE_CPU;
     offload_measure_cpu(prov, call->fb, call->kind, call->keylen, call->ivlen, call->enc);
-    return dispatch_to_gpu(prov, call->kind, call->keylen, len) ? GATE_GPU : GATE_CPU_CHOSEN;
+    return dispatch_to_gpu(prov, call->kind, call->keylen, len, call->cpu_binds) ? GATE_GPU : GATE_CPU_CHOSEN;
 }
 
 /*

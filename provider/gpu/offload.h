@@ -41,15 +41,18 @@ int offload_gpu_up(const gpuaes_prov *prov, size_t len);
 /* Known never to run on the GPU in this process (asks nothing of a GPU not started). */
 int offload_ruled_out(offload_kind kind);
 
-/* A call as the gate sees it: its kind and key size, and what the CPU's
- * first estimate is measured with (offload_measure_cpu): the variant's
- * fallback, its IV length and direction. */
+/* A call as the gate sees it: its kind and key size, what the CPU's first
+ * estimate is measured with (offload_measure_cpu): the variant's fallback,
+ * its IV length and direction; and whether a CPU answer binds the caller's
+ * later calls too (a GCM message's first data: the default provider keeps
+ * the message), so that dispatch never takes it to look again at the CPU. */
 typedef struct offload_call {
     const fallback_cipher *fb;
     offload_kind kind;
     size_t keylen;
     size_t ivlen;
     int enc;
+    int cpu_binds;
 } offload_call;
 
 typedef enum {
@@ -109,7 +112,7 @@ uint64_t offload_gcm_fused_bytes(void);
  * (docs/DESIGN.md, "Dispatch").  Asked for calls at or above the kind's
  * threshold only. */
 #define DISPATCH_SAMPLE ((size_t)64 << 10)   /* CPU calls this long feed the estimate */
-int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len);
+int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len, int cpu_binds);
 /* After dispatch_to_gpu on this thread: 1 when it chose the GPU by its
  * estimates (not to look again) with no other thread of large calls, here
  * or in another process, and no other job on the GPU.  A GCM message moves

@@ -40,6 +40,20 @@
  *            first use (a fresh segment's pages: +60 ms, gpuaes_job.first_use):
  *            no sample, so the calls after it stay on the GPU (sampled, as
  *            `firstuse sampled` does, the thread went to the CPU for ~0.1 s)
+ *   outlier [gcm]  a lone thread, the GPU 1.4x slower than the CPU, where
+ *            thread 0's 6th CPU call of the last phase takes 3.5x (a stall):
+ *            one such call moves the CPU estimate 1/8, so at most the GPU's
+ *            explores go there after it (gcm: message starts, which never
+ *            look again at the CPU; weighed 1/2, the outlier held them on the
+ *            GPU for good)
+ *   engine [starts]  GCM on gpuaes's engine (a CPU answer binds nothing):
+ *            a lone thread, the CPU 1.4x faster than the GPU, then 8 threads
+ *            (the CPU 3x slower), then one again: back on the CPU within
+ *            max(0.1 s, 3 calls), as a block mode is (at 60 ms; `starts`,
+ *            message starts, never look at the CPU again: it fails).  The
+ *            CPU's explore samples beat the GPU without being 2x off the
+ *            estimate: each counted 1/8 and doubled the gap, and the thread
+ *            was back after ~1 s
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -53,6 +67,7 @@
 #include "prov_ctx.h"
 #include "gpu/offload.h"
 #include "gpu/gpu_backend.h"
+#include "debug.h"
 
 #define MS 1000000ULL
 #define START (1000000 * MS)           /* model time 0 (far from 0, as a real clock) */
@@ -116,6 +131,9 @@ static int first_gpu;                         /* threads whose first call of the
 static int alone_calls, alone_wrong;           /* dispatch_gpu_alone() answers */
 static int first_use_at = -1;                  /* firstuse: thread 0's GPU job of the last phase that pays it */
 static int first_use_sampled;                  /* ... reported as an ordinary job (the old behaviour) */
+static int cpu_binds = -1;                     /* a CPU answer binds later calls; -1: GCM's do */
+static int outlier_at = -1;                    /* outlier: thread 0's CPU call of the last phase that stalls */
+static int last_phase_cpu_calls;               /* thread 0's, so far */
 static int last_phase_gpu_jobs;                /* thread 0's, so far */
 
 static void *worker_main(void *arg)
@@ -128,7 +146,7 @@ static void *worker_main(void *arg)
             pthread_cond_wait(&me->cv, &me->mu);
         switch (me->op) {
         case OP_DECIDE:
-            me->ret = dispatch_to_gpu(&prov, kind, 16, LEN);
+            me->ret = dispatch_to_gpu(&prov, kind, 16, LEN, cpu_binds < 0 ? kind == OFFLOAD_GCM : cpu_binds);
             me->alone = dispatch_gpu_alone();
             break;
         case OP_CPU_DONE: dispatch_cpu_done(kind, 16, LEN, me->ns); break;
@@ -260,6 +278,8 @@ static void simulate(const phase *ph, int nph)
                 me->first_use = 1;
                 gpu_ns += 60 * MS;
             }
+            if (!gpu && t == 0 && p == nph - 1 && last_phase_cpu_calls++ == outlier_at)
+                cpu_ns = cpu_ns * 7 / 2;
             me->state = gpu ? IN_GPU : IN_CPU;
             me->dur = gpu ? gpu_ns : cpu_ns;
             me->next = now + me->dur;
@@ -311,7 +331,8 @@ static void check_recovery(uint64_t from)
            "not back on the faster path by %.1f ms", (deadline - from) / 1e6);
     CHECKF(pairs == 0, "%d wrong calls in a row after the deadline", pairs);
     CHECKF(wrong_ns * 20 <= all_ns, "looking again cost more than 5 %%");
-    CHECKF(kind != OFFLOAD_GCM || wrong_gpu == 0, "%d GCM messages began on the slower engine", wrong_gpu);
+    CHECKF(kind != OFFLOAD_GCM || cpu_binds == 0 || wrong_gpu == 0, "%d GCM messages began on the slower engine",
+           wrong_gpu);
 }
 
 int main(int argc, char **argv)
@@ -331,6 +352,7 @@ int main(int argc, char **argv)
         CHECKF(got == want, "dispatch counts %ld cores, the process may use %ld", got, want);
         return test_failures != 0;
     }
+    gpuaes_debug_set(getenv("GPUAES_DEBUG") != NULL);   /* dispatch's decision log, on stderr */
     dispatch_test_cores(16);                   /* the H200 machine */
     if (strcmp(s, "after8") == 0) {            /* CTR: CPU 4 GB/s, GPU alone 40 */
         ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0 };
@@ -388,8 +410,19 @@ int main(int argc, char **argv)
         ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 15, 0 };
         ph[n++] = (phase){ 2, 1, 0.25, 0.025, 15, 0 };
         ph[n++] = (phase){ 3, 1, 0.25, 0.025, 0, 0 };
+    } else if (strcmp(s, "outlier") == 0) {    /* GCM-like: CPU 10.7 GB/s, GPU 7.6 */
+        outlier_at = 5;
+        kind = argc > 2 && strcmp(argv[2], "gcm") == 0 ? OFFLOAD_GCM : OFFLOAD_CTR;
+        ph[n++] = (phase){ 0.5, 1, 0.093, 0.132, 0, 0 };
+        ph[n++] = (phase){ 1, 1, 0.093, 0.132, 0, 0 };
+    } else if (strcmp(s, "engine") == 0) {
+        kind = OFFLOAD_GCM;
+        cpu_binds = argc > 2 && strcmp(argv[2], "starts") == 0;
+        ph[n++] = (phase){ 0.5, 1, 0.093, 0.132, 0, 0 };
+        ph[n++] = (phase){ 2, 8, 0.3, 0.132, 0, 0 };
+        ph[n++] = (phase){ 3, 1, 0.093, 0.132, 0, 0 };
     } else {
-        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|firstuse [sampled]|closegpu|fresh|load8|cores16|fastgcm|burst16|others16|othersend|procs16|procs4|cores N\n",
+        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|firstuse [sampled]|closegpu|fresh|load8|cores16|fastgcm|burst16|others16|othersend|procs16|procs4|outlier [gcm]|engine|cores N\n",
                 argv[0]);
         return 2;
     }
@@ -436,6 +469,21 @@ int main(int argc, char **argv)
         CHECKF(after > 0, "no first use modelled");
         /* Explores of the CPU aside: at most ~1/17 of the time, 1 s at 16 ms a call. */
         CHECKF(cpu_calls <= 4, "%d calls went to the CPU after a first use", cpu_calls);
+    } else if (strcmp(s, "outlier") == 0) {
+        int gpu_after = 0, after = -1;
+
+        for (int i = 0; i < ncalls; i++) {
+            if (after < 0 && !calls[i].gpu && calls[i].dur > calls[i].other * 2)
+                after = i;             /* the stall */
+            else if (after >= 0)
+                gpu_after += calls[i].gpu;
+        }
+        printf("outlier%s: the stall at call %d of %d; %d GPU calls after it\n",
+               kind == OFFLOAD_GCM ? " (GCM message starts)" : "", after, ncalls, gpu_after);
+        CHECKF(after > 0, "no stall modelled");
+        /* Explores of the GPU aside: at most ~1/17 of the time. */
+        CHECKF(gpu_after * 17 <= ncalls - after, "%d of %d calls went to the slower GPU after one slow CPU call",
+               gpu_after, ncalls - after);
     } else if (strcmp(s, "cores16") == 0) {
         printf("%d GPU calls\n", gpu_calls);
         CHECKF(gpu_calls == 0, "%d GPU calls from 16 threads on 16 cores", gpu_calls);
