@@ -52,14 +52,6 @@ void gpuaesd_client_abort(int on);
 unsigned char *gpuaesd_segment(gpuaesd_conn *c, size_t *size);
 
 /*
- * Maps every page of the segment writable here at once (MADV_POPULATE_WRITE,
- * Linux 5.14; its data unchanged), so that no job's copy faults them in one
- * at a time.  0; -1 where the kernel cannot or GPUAESD_POPULATE=0 (they then
- * fault in on first touch).  For a thread that no caller waits on.
- */
-int gpuaesd_populate(gpuaesd_conn *c);
-
-/*
  * Sends req (its header is filled in here) and waits up to timeout_ms for
  * the reply; only with no other request in flight.  0: *rep is a reply
  * that passed gpuaesd_check_reply (any status: GPUAESD_OK, BUSY, FAILED

@@ -290,18 +290,12 @@ static int make_segment(gpuaesd_conn *c, size_t n)
  * GPUAESD_POPULATE=1, all of them at once (MAP_POPULATE: 7 ms per 64 MiB on a
  * 2-core VM against 33 ms of faults on first touch, but it makes the connect
  * that much longer, past the provider's 3 ms service_connect_wait_ms: an A/B
- * for the GPU machine); by default the provider's background connect does it
- * after the connect (gpuaesd_populate); 0: neither.  Closes mfd. */
-static const char *populate_knob(void)
+ * for the GPU machine).  Closes mfd. */
+static int populate(void)
 {
     const char *e = secure_getenv("GPUAESD_POPULATE");
 
-    return e != NULL ? e : "";
-}
-
-static int populate(void)
-{
-    return strcmp(populate_knob(), "1") == 0;
+    return e != NULL && strcmp(e, "1") == 0;
 }
 
 static int map_given(gpuaesd_conn *c, int mfd, size_t n)
@@ -481,17 +475,6 @@ unsigned char *gpuaesd_segment(gpuaesd_conn *c, size_t *size)
     if (size != NULL)
         *size = c->seg_size;
     return c->seg;
-}
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23         /* Linux 5.14; older kernels answer EINVAL */
-#endif
-
-int gpuaesd_populate(gpuaesd_conn *c)
-{
-    if (c->seg == NULL || strcmp(populate_knob(), "0") == 0)
-        return -1;
-    return madvise(c->seg, c->seg_size, MADV_POPULATE_WRITE) == 0 ? 0 : -1;
 }
 
 const gpuaesd_load_table *gpuaesd_load_of(const gpuaesd_conn *c)

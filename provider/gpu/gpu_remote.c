@@ -272,26 +272,12 @@ static void *starter_main(void *arg)
     gpuaes_debug("service: connecting in the background");
     gpuaesd_conn *c = gpuaesd_connect(R.dir[0] ? R.dir : NULL, R.path[0] ? R.path : NULL, SEGMENT,
                                       START_MS, why, sizeof(why));
-    size_t warm = 0;
 
     (void)arg;
-    /* Its segment's pages, all at once, before any job: faulted in by a
-     * fresh process's first jobs' copies they cost 55-75 ms per 64 MiB
-     * against ~3 ms for the job (H100, service-share-28cb1db call F), and
-     * held a lone thread's 64 MiB ECB decryption at 1.26x (H200,
-     * session36-34d43d2 call B).  Calls meanwhile run on the CPU. */
-    if (c != NULL) {
-        long long t = now_ms();
-
-        if (gpuaesd_populate(c) == 0)
-            warm = SEGMENT;
-        gpuaes_debug("service: the segment's pages %s in %lld ms", warm ? "mapped" : "not mapped ahead",
-                     now_ms() - t);
-    }
     pthread_mutex_lock(&R.mu);
     if (c != NULL) {
         load_adopt(c);
-        R.idle[R.nidle++] = (rconn){ c, R.gen, warm };
+        R.idle[R.nidle++] = (rconn){ c, R.gen, 0 };
         R.nconns++;
         track(c, 1);
         R.backoff = BACKOFF_MIN_MS;
@@ -501,8 +487,9 @@ static rconn take(void)
     pthread_mutex_lock(&R.mu);
     if (atomic_load(&R.state) == R_UP) {
         if (R.nidle > 0) {
-            /* The warmest: a lone thread after many keeps one segment whose
-             * pages it has touched, rather than the last one given back. */
+            /* The warmest: a lone thread after many keeps using the segment
+             * whose pages it has touched most, not the last one given back,
+             * and pays no more first uses (remote_pipeline.c). */
             int best = R.nidle - 1;
 
             for (int i = 0; i + 1 < R.nidle; i++)

@@ -41,8 +41,6 @@ add_test(NAME service_spare_off COMMAND test_service spare $<TARGET_FILE:gpuaesd
 add_test(NAME service_fuzz_nospare COMMAND test_service fuzz $<TARGET_FILE:gpuaesd_emu>)
 set_tests_properties(service_spare_off service_fuzz_nospare PROPERTIES LABELS "emu;service" TIMEOUT 300
   ENVIRONMENT GPUAESD_SPARE=0)
-# ... and spare_off with the client's segment never mapped ahead (GPUAESD_POPULATE=0).
-set_tests_properties(service_spare_off PROPERTIES ENVIRONMENT "GPUAESD_SPARE=0;GPUAESD_POPULATE=0")
 # diff again with every DMA registration failing (emulated): the service
 # serves through staging, bit for bit, and counts the failures.
 add_test(NAME service_diff_noreg COMMAND test_service diff $<TARGET_FILE:gpuaesd_emu>)

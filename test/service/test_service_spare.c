@@ -5,13 +5,9 @@
  * next client gets another (a new memfd, never the same); a client of
  * another size, or any client under GPUAESD_SPARE=0, makes its own as
  * before.  The service's exit must be clean: the emulated layer aborts on a
- * range still registered at its shutdown (a spare not dropped).  The first
- * client also maps its whole segment at once (gpuaesd_populate, as the
- * provider's background connect does): every page then counts in its RSS,
- * its data unchanged; none under GPUAESD_POPULATE=0.
+ * range still registered at its shutdown (a spare not dropped).
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,52 +33,6 @@ static unsigned long long inode_of(const void *p)
     if (f != NULL)
         fclose(f);
     return found;
-}
-
-/* The resident bytes of the mapping that starts at p (/proc/self/smaps), or ~0. */
-static unsigned long long rss_of(const void *p)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512];
-    unsigned long long start, end, kb, rss = ~0ull;
-    int in = 0;
-
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-        if (sscanf(line, "%llx-%llx ", &start, &end) == 2)
-            in = start == (uintptr_t)p;
-        else if (in && sscanf(line, "Rss: %llu kB", &kb) == 1)
-            rss = kb << 10;
-    }
-    if (f != NULL)
-        fclose(f);
-    return rss;
-}
-
-/* gpuaesd_populate on a segment touched only at its two ends: all of it
- * resident after, the ends' bytes as they were. */
-static void check_populate(gpuaesd_conn *c)
-{
-    const char *knob = getenv("GPUAESD_POPULATE");
-    size_t n;
-    unsigned char *seg = gpuaesd_segment(c, &n);
-    unsigned long long before;
-    int rc;
-
-    seg[0] = 0x5a;
-    seg[n - 1] = 0xa5;
-    before = rss_of(seg);
-    errno = 0;
-    rc = gpuaesd_populate(c);
-    if (knob != NULL && strcmp(knob, "0") == 0) {
-        CHECKF(rc == -1 && rss_of(seg) == before, "populated under GPUAESD_POPULATE=0");
-    } else if (rc != 0 && errno == EINVAL) {
-        printf("populate: this kernel has no MADV_POPULATE_WRITE (before 5.14): not checked\n");
-    } else {
-        printf("populate: %llu of %zu bytes resident before, %llu after\n", before, n, rss_of(seg));
-        CHECKF(rc == 0 && before < n && rss_of(seg) == n, "gpuaesd_populate: rc %d, %llu of %zu bytes resident",
-               rc, rss_of(seg), n);
-    }
-    CHECK(seg[0] == 0x5a && seg[n - 1] == 0xa5);
 }
 
 /* `--status`'s spare line agrees with st. */
@@ -126,8 +76,6 @@ int svc_run_spare(const char *service)
             return test_report("service spare");
         ino[i] = inode_of(gpuaesd_segment(c[i], &n));
         CHECK(ino[i] != 0 && n == SPARE_SEG);
-        if (i == 0)
-            check_populate(c[i]);
         CHECK(gpuaesd_query_status(dir, &st, 5000) == 0);
         CHECK(st.segments_given == (off ? 0u : (unsigned)i + 1));
         if (!off)                      /* registered before it was handed out */
