@@ -437,20 +437,16 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
     case MSG_FALLBACK:
         return fb_update_timed(c, out, outl, outsize, in, inl);
     case MSG_FALLBACK_MOVABLE:
-        /* The GPU would take this update, at a block boundary: the message
-         * moves to our engine (the same questions as a message's first data),
-         * whose later CPU updates take the stitched pass (gcm_fused.c) at the
-         * default provider's speed.  Not to look again: moving costs a
-         * finished copy (gcm_engine_adopt), and 4 threads of 8 MiB GCM on
-         * the H200 ran 0.71x when every exploration moved its message.
-         * Until session 36 it moved only with no other thread or process of
-         * large calls (from when the engine's CPU blocks ran at half the
-         * default provider's speed): 4 processes of one long GCM message
-         * each then ran 0.96-0.97x, 17-18 % on the GPU, where ECB ran 1.82x
-         * (H100, bench/results/session36-34d43d2 call C). */
+        /* The GPU would take this update, at a block boundary, and has it to
+         * itself: the message moves to our engine (the same questions as a
+         * message's first data).  Not beside other threads of large calls nor
+         * to look again: moving costs a finished copy (gcm_engine_adopt),
+         * and 4 threads of 8 MiB GCM on the H200 ran 0.71x when every
+         * exploration moved its message (when the engine's CPU blocks still
+         * ran at half the default provider's speed, before gcm_fused.c). */
         if (out == NULL || inl == 0 || c->g.datalen % BLOCK != 0 || outsize < inl
             || !gpu_possible(c) || gpuaes_overlap_partial(in, inl, out, inl)
-            || gcm_gate(c, inl) != GATE_GPU || dispatch_gpu_to_look())
+            || gcm_gate(c, inl) != GATE_GPU || !dispatch_gpu_alone())
             return fb_update_counted(c, out, outl, outsize, in, inl);
         if (!gcm_engine_adopt(c)) {
             c->msg = MSG_FALLBACK;    /* it finishes there, as before */

@@ -366,13 +366,14 @@ static unsigned shared_load(offload_kind kind, uint64_t *gpu_ns, unsigned *procs
     return gpu()->load(offload_op(kind), gpu_ns, procs);
 }
 
-/* This thread's last decision sent its call to the GPU only to look again
- * at it (dispatch_gpu_to_look). */
-static _Thread_local int gpu_look;
+/* This thread's last decision was for the GPU, by its estimates rather than
+ * to look again, with no other thread of large calls in this process or
+ * another and no other process's job on the GPU (dispatch_gpu_alone). */
+static _Thread_local int gpu_alone;
 
-int dispatch_gpu_to_look(void)
+int dispatch_gpu_alone(void)
 {
-    return gpu_look;
+    return gpu_alone;
 }
 
 /* What a decision saw, for GPUAES_DEBUG's line when a thread's decision for
@@ -407,9 +408,10 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     decision d = { "", 0, 0, 0, 0, 0, 0, 0, 0 };
     int go;
 
-    gpu_look = 0;
+    gpu_alone = 1;                     /* dispatch = force: the GPU, as if alone */
     if (prov->dispatch == DISPATCH_FORCE)
         return 1;
+    gpu_alone = 0;
     go = decide(kind, keylen, len, cpu_binds, &d);
     if (last_go[kind] != go + 1) {
         last_go[kind] = (signed char)(go + 1);
@@ -479,7 +481,7 @@ static int decide(offload_kind kind, size_t keylen, size_t len, int cpu_binds, d
     }
     if (go)
         to_gpu(now + ACTIVE_NS);
-    gpu_look = go && exploring == (int)kind * 2 + 1;
+    gpu_alone = go && exploring != (int)kind * 2 + 1 && active <= 1 && procs == 0 && busy == 0;
     atomic_fetch_sub_explicit(&deciding, 1, memory_order_acq_rel);
     return go;
 }

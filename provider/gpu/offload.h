@@ -113,10 +113,11 @@ uint64_t offload_gcm_fused_bytes(void);
  * threshold only. */
 #define DISPATCH_SAMPLE ((size_t)64 << 10)   /* CPU calls this long feed the estimate */
 int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, size_t len, int cpu_binds);
-/* After dispatch_to_gpu on this thread: 1 when it chose the GPU only to look
- * again at it (an explore), not by its estimates.  A GCM message does not
- * move from the default provider for that. */
-int dispatch_gpu_to_look(void);
+/* After dispatch_to_gpu on this thread: 1 when it chose the GPU by its
+ * estimates (not to look again) with no other thread of large calls, here
+ * or in another process, and no other job on the GPU.  A GCM message moves
+ * from the default provider only then: it cannot move back. */
+int dispatch_gpu_alone(void);
 uint64_t dispatch_now_ns(void);
 void dispatch_cpu_done(offload_kind kind, size_t keylen, size_t len, uint64_t ns);
 /* Around one GPU job (offload_job): begin returns the jobs already in flight.
