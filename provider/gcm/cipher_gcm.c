@@ -443,7 +443,12 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
          * to look again: moving costs a finished copy (gcm_engine_adopt),
          * and 4 threads of 8 MiB GCM on the H200 ran 0.71x when every
          * exploration moved its message (when the engine's CPU blocks still
-         * ran at half the default provider's speed, before gcm_fused.c). */
+         * ran at half the default provider's speed, before gcm_fused.c).
+         * Moving beside other threads and processes too (by the estimates,
+         * not to look again) was measured on the H200 through gpuaesd: 4
+         * threads x 64 MiB 1.07-1.11x against 1.61-1.85x (encryption), 4
+         * processes within their noise (bench/results/session36-34d43d2
+         * call E). */
         if (out == NULL || inl == 0 || c->g.datalen % BLOCK != 0 || outsize < inl
             || !gpu_possible(c) || gpuaes_overlap_partial(in, inl, out, inl)
             || gcm_gate(c, inl) != GATE_GPU || !dispatch_gpu_alone())
