@@ -8,9 +8,11 @@
  * predicted to finish sooner there, from estimates this process keeps up to
  * date:
  *
- *   CPU:  ns per byte of the default provider, per operation and key size,
- *         from CPU calls of at least DISPATCH_SAMPLE bytes.  Measured while
- *         the machine is as busy as it is, so a loaded CPU counts as slower.
+ *   CPU:  ns per byte of the default provider, per operation, key size and
+ *         size class (cache-hot or not), from CPU calls of at least
+ *         DISPATCH_SAMPLE bytes (a class not sampled yet borrows a
+ *         neighbour's: cpu_estimate).  Measured while the machine is as busy
+ *         as it is, so a loaded CPU counts as slower.
  *   GPU:  ns per byte of a whole GPU job (copies, PCIe, kernels, waiting),
  *         per operation and size class (powers of two), scaled to one job
  *         alone: jobs in flight at once share the path.  Another process on
@@ -120,7 +122,8 @@ typedef struct estimate {
     _Atomic int far;
 } estimate;
 
-static estimate cpu_est[OFFLOAD_KINDS][3];                 /* per key size: 128, 192, 256 */
+static estimate cpu_est[OFFLOAD_KINDS][3][CLASSES];        /* per key size (128, 192, 256) and size class */
+static _Atomic int cpu_claimed[OFFLOAD_KINDS][3];          /* its first estimate measured aside */
 static estimate gpu_est[OFFLOAD_KINDS][CLASSES];
 static _Atomic uint64_t explore_gap[OFFLOAD_KINDS];        /* 0: EXPLORE_MIN_NS */
 static _Atomic uint64_t explore_ns[OFFLOAD_KINDS];         /* the last explore call's time */
@@ -421,10 +424,37 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
     return go;
 }
 
+/*
+ * The CPU's estimate for a call of len bytes: its size class's, or while that
+ * has no sample the nearest smaller class's that has, else the nearest
+ * larger's (none: the class's own, unknown).  Per class, because the default
+ * provider's rate depends on the call's size: on the H200 host a lone
+ * thread's 8 MiB GCM calls ran at ~0.1 ns/B, cache-cold 64 MiB ones at
+ * 0.17-0.29; one estimate for both carried 0.239 from 64 MiB rows into an 8 MiB
+ * row and sent it to a GPU 1.5x slower (bench/results/session36-34d43d2
+ * call G; call F: 0.75x).  A smaller class is cache-hotter: borrowed, the CPU
+ * looks its fastest and takes the call, which samples the call's own class
+ * (dispatch_cpu_done); a look at the CPU does too.  The borrowed estimate's
+ * time rules its explores, as if it were the class's own.
+ */
+static estimate *cpu_estimate(offload_kind kind, size_t keylen, size_t len)
+{
+    estimate *row = cpu_est[kind][key_index(keylen)];
+    int c = size_class(len);
+
+    for (int i = c; i >= 0; i--)
+        if (load_u64(&row[i].ns) != 0)
+            return &row[i];
+    for (int i = c + 1; i < CLASSES; i++)
+        if (load_u64(&row[i].ns) != 0)
+            return &row[i];
+    return &row[c];
+}
+
 static int decide(offload_kind kind, size_t keylen, size_t len, int cpu_binds, decision *d)
 {
     uint64_t cpu, gpu, now, until = load_u64(&backoff_until), shared_gpu;
-    estimate *ce = &cpu_est[kind][key_index(keylen)], *ge = &gpu_est[kind][size_class(len)];
+    estimate *ce = cpu_estimate(kind, keylen, len), *ge = &gpu_est[kind][size_class(len)];
     unsigned active, busy, users, others, procs;
     int jobs, go, burst;
 
@@ -493,7 +523,7 @@ void dispatch_cpu_done(offload_kind kind, size_t keylen, size_t len, uint64_t ns
     if (len < DISPATCH_SAMPLE)
         return;
     now = dispatch_now_ns();
-    sample(kind, 0, &cpu_est[kind][key_index(keylen)], per_byte(ns, len), now,
+    sample(kind, 0, &cpu_est[kind][key_index(keylen)][size_class(len)], per_byte(ns, len), now,
            active_threads(now, now + IDLE_NS, NULL), 0, ns);
 }
 
@@ -550,12 +580,11 @@ void dispatch_gpu_end(offload_kind kind, size_t len, size_t done, int ok, int bu
 
 int dispatch_cpu_claim(offload_kind kind, size_t keylen)
 {
-    estimate *e = &cpu_est[kind][key_index(keylen)];
-    uint64_t at = 0;
+    int none = 0;
 
-    return load_u64(&e->ns) == 0
-        && atomic_compare_exchange_strong_explicit(&e->at, &at, dispatch_now_ns(), memory_order_relaxed,
-                                                   memory_order_relaxed);
+    return load_u64(&cpu_estimate(kind, keylen, DISPATCH_SAMPLE)->ns) == 0
+        && atomic_compare_exchange_strong_explicit(&cpu_claimed[kind][key_index(keylen)], &none, 1,
+                                                   memory_order_relaxed, memory_order_relaxed);
 }
 
 uint64_t dispatch_backoffs(void)

@@ -46,6 +46,12 @@
  *            explores go there after it (gcm: message starts, which never
  *            look again at the CPU; weighed 1/2, the outlier held them on the
  *            GPU for good)
+ *   sizes    GCM message starts: a lone thread's 8 MiB calls (the CPU 1.4x
+ *            faster), 4 threads' 64 MiB ones (the cache-cold CPU 3x slower),
+ *            a pause, then 8 MiB again: on the CPU within max(0.1 s, 3 calls), as in
+ *            the first phase (one CPU estimate for both sizes carried the
+ *            64 MiB rate over and held them on the GPU for good:
+ *            bench/results/session36-34d43d2 calls F, G)
  *   engine [starts]  GCM on gpuaes's engine (a CPU answer binds nothing):
  *            a lone thread, the CPU 1.4x faster than the GPU, then 8 threads
  *            (the CPU 3x slower), then one again: back on the CPU within
@@ -85,6 +91,7 @@ typedef struct phase {
     double cpu, gpu;                   /* ns per byte: a CPU call, a GPU job alone */
     int others;                        /* other processes' jobs on the GPU all along (published) */
     int procs;                         /* other processes' threads of large calls (published) */
+    size_t len;                        /* its calls' length (0: LEN) */
 } phase;
 
 /* The service backend as dispatch.c sees it (gpu()->load): the phase's
@@ -115,6 +122,7 @@ typedef struct worker {
     int busy_at_start;
     int called;                        /* made a call in the last phase */
     int first_use;                     /* its GPU job in flight paid a first use */
+    size_t len;                        /* its call's length */
 } worker;
 
 typedef struct call {                  /* thread 0's calls in the last phase */
@@ -146,13 +154,13 @@ static void *worker_main(void *arg)
             pthread_cond_wait(&me->cv, &me->mu);
         switch (me->op) {
         case OP_DECIDE:
-            me->ret = dispatch_to_gpu(&prov, kind, 16, LEN, cpu_binds < 0 ? kind == OFFLOAD_GCM : cpu_binds);
+            me->ret = dispatch_to_gpu(&prov, kind, 16, me->len, cpu_binds < 0 ? kind == OFFLOAD_GCM : cpu_binds);
             me->alone = dispatch_gpu_alone();
             break;
-        case OP_CPU_DONE: dispatch_cpu_done(kind, 16, LEN, me->ns); break;
+        case OP_CPU_DONE: dispatch_cpu_done(kind, 16, me->len, me->ns); break;
         case OP_GPU_BEGIN: me->ret = dispatch_gpu_begin(); break;
         case OP_GPU_END:
-            dispatch_gpu_end(kind, LEN, LEN, 1, me->busy, me->ns, me->first_use && !first_use_sampled);
+            dispatch_gpu_end(kind, me->len, me->len, 1, me->busy, me->ns, me->first_use && !first_use_sampled);
             break;
         default: break;
         }
@@ -185,9 +193,9 @@ static int on(int t, int op, uint64_t ns, int busy)
     return ret;
 }
 
-static uint64_t ns_of(double per_byte)
+static uint64_t ns_of(double per_byte, size_t len)
 {
-    return (uint64_t)(per_byte * (double)LEN);
+    return (uint64_t)(per_byte * (double)len);
 }
 
 /* Runs the phases; thread 0's calls in the last one go to calls[]; the
@@ -243,6 +251,7 @@ static void simulate(const phase *ph, int nph)
         } else if (t >= ph[p].threads) {
             me->next = begin[p + 1] + (uint64_t)t * 1000; /* sits this phase out */
         } else {
+            me->len = ph[p].len != 0 ? ph[p].len : LEN;
             int gpu = on(t, OP_DECIDE, 0, 0);
 
             /* "alone" (a GCM message may move to the GPU) only on a GPU
@@ -252,8 +261,9 @@ static void simulate(const phase *ph, int nph)
             if (me->alone && (!gpu || ((ph[p].threads > 1 || ph[p].others > 0 || ph[p].procs > 0)
                                        && now >= begin[p] + 10 * MS)))
                 alone_wrong++;
-            uint64_t cpu_ns = ns_of(ph[p].cpu), gpu_ns = ns_of(ph[p].gpu) * (uint64_t)(1 + ph[p].others),
-                     alone = ns_of(ph[p].gpu);
+            uint64_t cpu_ns = ns_of(ph[p].cpu, me->len),
+                     gpu_ns = ns_of(ph[p].gpu, me->len) * (uint64_t)(1 + ph[p].others),
+                     alone = ns_of(ph[p].gpu, me->len);
 
             /* Shared with each job in flight for as long as both run. */
             for (int i = 0; i < MAXT; i++)
@@ -355,74 +365,80 @@ int main(int argc, char **argv)
     gpuaes_debug_set(getenv("GPUAES_DEBUG") != NULL);   /* dispatch's decision log, on stderr */
     dispatch_test_cores(16);                   /* the H200 machine */
     if (strcmp(s, "after8") == 0) {            /* CTR: CPU 4 GB/s, GPU alone 40 */
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0 };
-        ph[n++] = (phase){ 2, 8, 0.3, 0.5, 0, 0 };  /* the GPU 20x slower than dispatch sees */
-        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 0, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0, 0 };
+        ph[n++] = (phase){ 2, 8, 0.3, 0.5, 0, 0, 0 };  /* the GPU 20x slower than dispatch sees */
+        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 0, 0, 0 };
     } else if (strcmp(s, "after16") == 0) {    /* GCM: CPU 12 GB/s, GPU alone 6x */
         kind = OFFLOAD_GCM;
-        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0, 0 };
-        ph[n++] = (phase){ 2, 16, 0.16, 0.3, 0, 0 };
-        ph[n++] = (phase){ 3, 1, 0.08, 0.013, 0, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0, 0, 0 };
+        ph[n++] = (phase){ 2, 16, 0.16, 0.3, 0, 0, 0 };
+        ph[n++] = (phase){ 3, 1, 0.08, 0.013, 0, 0, 0 };
     } else if (strcmp(s, "opposite") == 0) {   /* a loaded CPU, then a GPU taken by another */
-        ph[n++] = (phase){ 2, 8, 2.0, 0.025, 0, 0 };
-        ph[n++] = (phase){ 3, 1, 0.25, 0.5, 0, 0 };
+        ph[n++] = (phase){ 2, 8, 2.0, 0.025, 0, 0, 0 };
+        ph[n++] = (phase){ 3, 1, 0.25, 0.5, 0, 0, 0 };
     } else if (strcmp(s, "slowgpu") == 0) {
-        ph[n++] = (phase){ 2, 1, 0.25, 5.0, 0, 0 }; /* the first jobs (WARM) are measured here */
-        ph[n++] = (phase){ 10, 1, 0.25, 5.0, 0, 0 };
+        ph[n++] = (phase){ 2, 1, 0.25, 5.0, 0, 0, 0 }; /* the first jobs (WARM) are measured here */
+        ph[n++] = (phase){ 10, 1, 0.25, 5.0, 0, 0, 0 };
     } else if (strcmp(s, "fastgpu") == 0) {
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0 };
-        ph[n++] = (phase){ 10, 1, 0.25, 0.025, 0, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0, 0 };
+        ph[n++] = (phase){ 10, 1, 0.25, 0.025, 0, 0, 0 };
     } else if (strcmp(s, "firstuse") == 0) {
         first_use_at = 5;
         first_use_sampled = argc > 2 && strcmp(argv[2], "sampled") == 0;
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0 };
-        ph[n++] = (phase){ 1, 1, 0.25, 0.025, 0, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0, 0 };
+        ph[n++] = (phase){ 1, 1, 0.25, 0.025, 0, 0, 0 };
     } else if (strcmp(s, "closegpu") == 0) {
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.375, 0, 0 };
-        ph[n++] = (phase){ 2, 1, 0.25, 0.125, 0, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.375, 0, 0, 0 };
+        ph[n++] = (phase){ 2, 1, 0.25, 0.125, 0, 0, 0 };
     } else if (strcmp(s, "fresh") == 0) {      /* CTR: CPU 4 GB/s (cold buffers), GPU alone 27 */
-        ph[n++] = (phase){ 0.1, 1, 0.25, 0.037, 0, 0 };
+        ph[n++] = (phase){ 0.1, 1, 0.25, 0.037, 0, 0, 0 };
     } else if (strcmp(s, "load8") == 0) {      /* the GPU 4x faster alone */
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.0625, 0, 0 };
-        ph[n++] = (phase){ 3, 8, 0.25, 0.0625, 0, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.0625, 0, 0, 0 };
+        ph[n++] = (phase){ 3, 8, 0.25, 0.0625, 0, 0, 0 };
     } else if (strcmp(s, "cores16") == 0) {
-        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0 };
-        ph[n++] = (phase){ 2, 16, 0.25, 0.025, 0, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.25, 0.025, 0, 0, 0 };
+        ph[n++] = (phase){ 2, 16, 0.25, 0.025, 0, 0, 0 };
     } else if (strcmp(s, "fastgcm") == 0) {
         kind = OFFLOAD_GCM;
-        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0, 0 };
-        ph[n++] = (phase){ 10, 1, 0.08, 0.013, 0, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0, 0, 0 };
+        ph[n++] = (phase){ 10, 1, 0.08, 0.013, 0, 0, 0 };
     } else if (strcmp(s, "burst16") == 0) {    /* GCM: CPU 12 GB/s, GPU alone 6x */
         kind = OFFLOAD_GCM;
-        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0, 0 };
-        ph[n++] = (phase){ 0.5, 0, 0.08, 0.013, 0, 0 };
-        ph[n++] = (phase){ 1, 16, 0.08, 0.013, 0, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.08, 0.013, 0, 0, 0 };
+        ph[n++] = (phase){ 0.5, 0, 0.08, 0.013, 0, 0, 0 };
+        ph[n++] = (phase){ 1, 16, 0.08, 0.013, 0, 0, 0 };
     } else if (strcmp(s, "others16") == 0) {   /* CTR: GPU alone 10x, shared by 16 jobs */
-        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 15, 0 };   /* the CPU's estimate measured here */
-        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 15, 0 };
+        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 15, 0, 0 };   /* the CPU's estimate measured here */
+        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 15, 0, 0 };
     } else if (strcmp(s, "procs16") == 0) {    /* 15 other processes' threads of large calls */
-        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 0, 15 };
-        ph[n++] = (phase){ 2, 1, 0.25, 0.025, 0, 15 };
+        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 0, 15, 0 };
+        ph[n++] = (phase){ 2, 1, 0.25, 0.025, 0, 15, 0 };
     } else if (strcmp(s, "procs4") == 0) {     /* ... 3 of them: the GPU still pays */
-        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 0, 3 };
-        ph[n++] = (phase){ 2, 1, 0.25, 0.025, 0, 3 };
+        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 0, 3, 0 };
+        ph[n++] = (phase){ 2, 1, 0.25, 0.025, 0, 3, 0 };
     } else if (strcmp(s, "othersend") == 0) {
-        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 15, 0 };
-        ph[n++] = (phase){ 2, 1, 0.25, 0.025, 15, 0 };
-        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 0, 0 };
+        ph[n++] = (phase){ 0.2, 1, 0.25, 0.025, 15, 0, 0 };
+        ph[n++] = (phase){ 2, 1, 0.25, 0.025, 15, 0, 0 };
+        ph[n++] = (phase){ 3, 1, 0.25, 0.025, 0, 0, 0 };
     } else if (strcmp(s, "outlier") == 0) {    /* GCM-like: CPU 10.7 GB/s, GPU 7.6 */
         outlier_at = 5;
         kind = argc > 2 && strcmp(argv[2], "gcm") == 0 ? OFFLOAD_GCM : OFFLOAD_CTR;
-        ph[n++] = (phase){ 0.5, 1, 0.093, 0.132, 0, 0 };
-        ph[n++] = (phase){ 1, 1, 0.093, 0.132, 0, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.093, 0.132, 0, 0, 0 };
+        ph[n++] = (phase){ 1, 1, 0.093, 0.132, 0, 0, 0 };
+    } else if (strcmp(s, "sizes") == 0) {      /* GCM message starts, H200-like rates by size */
+        kind = OFFLOAD_GCM;
+        ph[n++] = (phase){ 0.3, 1, 0.09, 0.13, 0, 0, (size_t)8 << 20 };    /* 8 MiB: the CPU faster */
+        ph[n++] = (phase){ 0.5, 4, 0.26, 0.1, 0, 0, 0 };                  /* 64 MiB, 4 threads: cold CPU */
+        ph[n++] = (phase){ 0.1, 0, 0.09, 0.13, 0, 0, 0 };                 /* between rows */
+        ph[n++] = (phase){ 2, 1, 0.09, 0.13, 0, 0, (size_t)8 << 20 };
     } else if (strcmp(s, "engine") == 0) {
         kind = OFFLOAD_GCM;
         cpu_binds = argc > 2 && strcmp(argv[2], "starts") == 0;
-        ph[n++] = (phase){ 0.5, 1, 0.093, 0.132, 0, 0 };
-        ph[n++] = (phase){ 2, 8, 0.3, 0.132, 0, 0 };
-        ph[n++] = (phase){ 3, 1, 0.093, 0.132, 0, 0 };
+        ph[n++] = (phase){ 0.5, 1, 0.093, 0.132, 0, 0, 0 };
+        ph[n++] = (phase){ 2, 8, 0.3, 0.132, 0, 0, 0 };
+        ph[n++] = (phase){ 3, 1, 0.093, 0.132, 0, 0, 0 };
     } else {
-        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|firstuse [sampled]|closegpu|fresh|load8|cores16|fastgcm|burst16|others16|othersend|procs16|procs4|outlier [gcm]|engine|cores N\n",
+        fprintf(stderr, "usage: %s after8|after16|opposite|slowgpu|fastgpu|firstuse [sampled]|closegpu|fresh|load8|cores16|fastgcm|burst16|others16|othersend|procs16|procs4|outlier [gcm]|engine [starts]|sizes|cores N\n",
                 argv[0]);
         return 2;
     }

@@ -69,7 +69,7 @@ target_compile_definitions(test_dispatch_model PRIVATE GPUAES_TEST_HOOKS)
 target_compile_options(test_dispatch_model PRIVATE -Wall -Wextra)
 target_link_libraries(test_dispatch_model PRIVATE testsupport OpenSSL::Crypto Threads::Threads)
 foreach(s after8 after16 opposite slowgpu fastgpu firstuse closegpu fresh load8 cores16 fastgcm burst16 others16 othersend procs16 procs4
-    cores outlier engine)
+    cores outlier engine sizes)
   gpuaes_test(NAME dispatch_model_${s} COMMAND test_dispatch_model ${s} TIMEOUT 120)
 endforeach()
 gpuaes_test(NAME dispatch_model_outlier_gcm COMMAND test_dispatch_model outlier gcm TIMEOUT 120)
