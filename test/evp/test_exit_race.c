@@ -11,12 +11,15 @@
  *        test_exit_race --child ctr|mix DELAY_US
  * cold (the service backend, GPU machine soaks): each child gets a socket
  * directory of its own under a new temporary one (printed), so that it
- * starts its own gpuaesd and most often exits while that one starts; the
- * services exit 1 s after their child (GPUAESD_IDLE_EXIT).  The directories
- * are left behind.
+ * starts its own gpuaesd and most often exits while that one starts; once the
+ * child has ended, its service is SIGKILLed (found by its command line), so
+ * that no more than PARALLEL services start CUDA at once (left to exit on
+ * idle, a thousand of them queued in the driver: bench/results/README.md,
+ * final-checks).  The directories are left behind.
  * The children load the providers into the default library context, whose
  * OpenSSL exit handler unloads them, as an application's would. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <openssl/evp.h>
 #include <openssl/provider.h>
 #include <pthread.h>
@@ -97,11 +100,42 @@ typedef struct {
     pid_t pid;
     double deadline;
     long delay_us;
+    int index;
 } running;
 
 /* Runs `runs` children of `program`, `parallel` at a time; returns the
  * number that hung or did not exit with status 0. */
 static char cold_root[64];   /* cold: the children's socket directories go under it */
+
+/* cold: SIGKILLs the gpuaesd started for `dir` (its arguments name it:
+ * service/client.c start_service). */
+static void cold_kill_service(const char *dir)
+{
+    DIR *proc = opendir("/proc");
+    struct dirent *e;
+
+    while (proc != NULL && (e = readdir(proc)) != NULL) {
+        char path[300], cmd[512];
+        FILE *f;
+        size_t n;
+
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        n = fread(cmd, 1, sizeof(cmd) - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < n; i++)   /* arguments are NUL-separated */
+            if (cmd[i] == '\0')
+                cmd[i] = ' ';
+        cmd[n] = '\0';
+        if (strstr(cmd, "gpuaesd") != NULL && strstr(cmd, dir) != NULL)
+            kill((pid_t)atol(e->d_name), SIGKILL);
+    }
+    if (proc != NULL)
+        closedir(proc);
+}
 
 static int soak(const char *self, const char *program, int runs, int parallel)
 {
@@ -116,6 +150,7 @@ static int soak(const char *self, const char *program, int runs, int parallel)
 
                 snprintf(arg, sizeof(arg), "%ld", d);
                 r[i].delay_us = d;
+                r[i].index = started;
                 r[i].deadline = now_ms() + d / 1e3 + HANG_MS;
                 r[i].pid = fork();
                 if (r[i].pid == 0) {
@@ -123,7 +158,7 @@ static int soak(const char *self, const char *program, int runs, int parallel)
                     if (cold_root[0] != '\0') {
                         char dir[128];
 
-                        snprintf(dir, sizeof(dir), "%s/%s-%d", cold_root, program, started);
+                        snprintf(dir, sizeof(dir), "%s/%s-%d/", cold_root, program, started);
                         setenv("GPUAES_SERVICE_DIR", dir, 1);
                     }
                     execl(self, self, "--child", program, arg, (char *)NULL);
@@ -132,7 +167,7 @@ static int soak(const char *self, const char *program, int runs, int parallel)
                 started++;
             }
             if (r[i].pid > 0) {
-                int status;
+                int status, ended = 1;
                 pid_t w = waitpid(r[i].pid, &status, WNOHANG);
 
                 if (w == 0 && now_ms() > r[i].deadline) {
@@ -149,6 +184,14 @@ static int soak(const char *self, const char *program, int runs, int parallel)
                     }
                     done++;
                     r[i].pid = 0;
+                } else {
+                    ended = 0;
+                }
+                if (ended && cold_root[0] != '\0') {
+                    char dir[128];
+
+                    snprintf(dir, sizeof(dir), "%s/%s-%d/", cold_root, program, r[i].index);
+                    cold_kill_service(dir);
                 }
             }
         }
