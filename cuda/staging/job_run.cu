@@ -12,6 +12,8 @@
 #include "runtime/layer_gate.h"
 #include "staging/pipeline.h"
 #include "staging/slot_pool.h"
+#include "staging/staging_config.h"
+#include "runtime/clock.h"
 
 namespace gpuaes {
 namespace {
@@ -73,11 +75,18 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
         return;
     }
 
+    // GPUAES_STAGING_TRACE: the fixed steps' times too (a service piece is a job).
+    const bool traced = trace_this_job();
+    int64_t t[7] = {traced ? mono_ns() : 0};
+    int nt = 1;
+    auto mark = [&] { if (traced) t[nt++] = mono_ns(); };
+
     LayerUse inside; // exit waits for this job to leave CUDA (layer_gate.h)
     if (!inside.ok()) {
         job->status = GPUAES_BUSY; // the process is exiting: the CPU does it
         return;
     }
+    mark();
     CudaGuest guest; // the caller's context current again, and its error state as found, on return
     if (!guest.ok()) {
         job->status = GPUAES_BUSY;
@@ -87,15 +96,26 @@ extern "C" void gpuaes_gpu_run(gpuaes_job *job)
     // in[] and out[] in one registered range (gpuaesd's client segment):
     // DMA straight from and to it, no staging copies; unregistration waits
     // for this job.
+    mark();
     DirectUse direct(keystream ? job->out : job->in, job->out, job->len);
+    mark();
     Slot *slot = take_slot(job); // sets the status when there is none
     if (slot == nullptr) return;
     job->direct = direct.ok() ? 1 : 0;
+    mark();
 
     bool idle, fatal;
     {
         CopyPoolUse copiers; // starts the copy workers at the first job
-        idle = run_pipeline(job, slot, kmode, direct.ok(), &fatal);
+        mark();
+        idle = run_pipeline(job, slot, kmode, direct.ok(), traced, &fatal);
     }
+    mark();
     give_back_slot(slot, idle, fatal);
+    if (traced)
+        std::fprintf(stderr, "staging trace: job of %zu bytes%s, us: gate %.1f, context %.1f, registration %.1f, "
+                             "slot %.1f, copy pool %.1f, pipeline and leave %.1f, slot back %.1f\n",
+                     job->len, job->direct ? " (direct)" : "", (t[1] - t[0]) / 1e3, (t[2] - t[1]) / 1e3,
+                     (t[3] - t[2]) / 1e3, (t[4] - t[3]) / 1e3, (t[5] - t[4]) / 1e3, (t[6] - t[5]) / 1e3,
+                     (mono_ns() - t[6]) / 1e3);
 }

@@ -50,7 +50,7 @@ size_t chunk_len(size_t i, size_t rem, size_t first, size_t cap)
 
 class Pipeline {
   public:
-    Pipeline(gpuaes_job *job, Slot *slot, int kmode, bool direct)
+    Pipeline(gpuaes_job *job, Slot *slot, int kmode, bool direct, bool traced)
         : job_(job), slot_(slot), kmode_(kmode), direct_(direct)
     {
         const StagingConfig &cf = config();
@@ -78,7 +78,7 @@ class Pipeline {
         // A keystream job (no input) makes keystream either way.
         ks_out_ = (!direct_ || job->in == nullptr) && (kmode == KM_CTR128 || kmode == KM_CTR32) &&
                   gh_ == GhashOver::none;
-        if (trace_this_job()) trace_.begin(job->len / first_ + 2);
+        if (traced) trace_.begin(job->len / first_ + 2);
     }
 
     ~Pipeline()
@@ -505,9 +505,9 @@ class Pipeline {
 
 } // namespace
 
-bool run_pipeline(gpuaes_job *job, Slot *slot, int kmode, bool direct, bool *fatal)
+bool run_pipeline(gpuaes_job *job, Slot *slot, int kmode, bool direct, bool traced, bool *fatal)
 {
-    Pipeline p(job, slot, kmode, direct);
+    Pipeline p(job, slot, kmode, direct, traced);
     const bool idle = p.run();
     *fatal = p.fatal();
     return idle;

@@ -80,7 +80,7 @@ namespace gpuaes {
 // and its D2H writes out[] themselves.  Returns false when the slot's
 // streams may not be idle (then the slot must not be reused); *fatal: the
 // GPU is unusable now.
-bool run_pipeline(gpuaes_job *job, Slot *slot, int kmode, bool direct, bool *fatal);
+bool run_pipeline(gpuaes_job *job, Slot *slot, int kmode, bool direct, bool traced, bool *fatal);
 
 } // namespace gpuaes
 

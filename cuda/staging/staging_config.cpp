@@ -46,7 +46,9 @@ const StagingConfig &config()
 bool trace_this_job()
 {
     const long n = config().trace_job;
-    return n != 0 && g_jobs.fetch_add(1) + 1 == n;
+    if (n == 0) return false;
+    const long j = g_jobs.fetch_add(1) + 1;
+    return j >= n && j < n + kTraceJobs;
 }
 
 double now_us()
