@@ -78,6 +78,14 @@ class Pipeline {
         // A keystream job (no input) makes keystream either way.
         ks_out_ = (!direct_ || job->in == nullptr) && (kmode == KM_CTR128 || kmode == KM_CTR32) &&
                   gh_ == GhashOver::none;
+        // A keystream job written straight into registered memory (gpuaesd's
+        // pieces and window fills) goes in whole chunks: there is no copy-in
+        // for a ramp to overlap, and its answer waits for its last byte
+        // anyway, while each chunk costs an enqueue (12-27 us under four
+        // running jobs) and a completion poll.  H200 through gpuaesd: a lone
+        // 1 MiB piece ran in 3 chunks in 146-152 us, its D2H ~19 us
+        // (bench/results/session37-9946a21 call C).
+        if (direct_ && job->in == nullptr) first_ = cap_;
         if (traced) trace_.begin(job->len / first_ + 2);
     }
 
