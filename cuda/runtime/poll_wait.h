@@ -23,6 +23,17 @@ namespace gpuaes {
 constexpr std::chrono::microseconds kPollBeforeSleep(50);
 constexpr int64_t kPollBeforeSleepNs = std::chrono::nanoseconds(kPollBeforeSleep).count();
 
+// Waiting for the GPU in a job's pipeline (pipeline.cu idle), after the
+// poll above: naps of kGpuNap for up to kGpuNapFor, then a blocking sync.
+// A blocking sync woke ~150 us late on the H200 host (gpuaesd's lone 1 MiB
+// keystream pieces: 77-143 us when the poll caught the end, 272-586 when it
+// did not; bench/results/session37-9946a21 call D); a nap is woken by a timer
+// (gpuaesd's workers set a 1 us timer slack; an application's thread keeps
+// its own, ~50 us by default).  A chunk's D2H takes at most ~0.6 ms.
+constexpr std::chrono::microseconds kGpuNap(10), kGpuNapFor(1000);
+constexpr int64_t kGpuNapNs = std::chrono::nanoseconds(kGpuNap).count();
+constexpr int64_t kGpuNapForNs = std::chrono::nanoseconds(kGpuNapFor).count();
+
 // Waiting for a keystream fill, or for a window's owner to leave its call
 // (ks_launcher.cu): poll this long (about a thread wake-up), then sleep in
 // naps from kNapMin doubling to kNapMax (a fill's D2H is at most ~0.6 ms:

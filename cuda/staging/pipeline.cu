@@ -322,7 +322,8 @@ class Pipeline {
 
     // Nothing to do: poll for kPollBeforeSleepNs (poll_wait.h), then sleep until what the pipeline
     // waits for first is complete: the oldest copy-out (retire), the copy-in
-    // the next GPU stage needs, or the oldest chunk on the GPU.
+    // the next GPU stage needs, or the oldest chunk on the GPU (in naps for
+    // up to kGpuNapForNs, then a blocking sync).
     void idle()
     {
         const int64_t now = mono_ns();
@@ -331,16 +332,25 @@ class Pipeline {
             cpu_relax();
             return;
         }
-        idle_since_ = 0;
         if (done_ < out_ && !copy_finished(&flight_of(done_).copy)) {
+            idle_since_ = 0;
             copy_wait(&flight_of(done_).copy); // retire() then only releases it
             return;
         }
         if (gpu_ < in_ && gpu_ < limit_ && !copy_finished(&flight_of(gpu_).copy)) {
+            idle_since_ = 0;
             copy_wait(&flight_of(gpu_).copy); // likewise for enqueue_gpu()
             return;
         }
-        if (out_ >= gpu_ || out_ >= limit_ || fatal_) return;
+        if (out_ >= gpu_ || out_ >= limit_ || fatal_) {
+            idle_since_ = 0;
+            return;
+        }
+        if (now - idle_since_ < kPollBeforeSleepNs + kGpuNapForNs) {
+            sleep_ns(kGpuNapNs);       // start_copy_out() polls the stream next
+            return;
+        }
+        idle_since_ = 0;
         // Lane out_ holds nothing after this chunk's work: an event recorded
         // now completes with it.
         Lane &l = lane_of(out_);
