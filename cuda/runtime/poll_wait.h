@@ -27,7 +27,7 @@ constexpr int64_t kPollBeforeSleepNs = std::chrono::nanoseconds(kPollBeforeSleep
 // poll above: naps of kGpuNap for up to kGpuNapFor, then a blocking sync.
 // A blocking sync woke ~150 us late on the H200 host (gpuaesd's lone 1 MiB
 // keystream pieces: 77-143 us when the poll caught the end, 272-586 when it
-// did not; bench/results/session37-9946a21 call D); a nap is woken by a timer
+// did not; bench/results/service-waits-db8f23f call D); a nap is woken by a timer
 // (gpuaesd's workers set a 1 us timer slack; an application's thread keeps
 // its own, ~50 us by default).  A chunk's D2H takes at most ~0.6 ms.
 constexpr std::chrono::microseconds kGpuNap(10), kGpuNapFor(1000);

@@ -84,7 +84,7 @@ class Pipeline {
         // anyway, while each chunk costs an enqueue (12-27 us under four
         // running jobs) and a completion poll.  H200 through gpuaesd: a lone
         // 1 MiB piece ran in 3 chunks in 146-152 us, its D2H ~19 us
-        // (bench/results/session37-9946a21 call C).
+        // (bench/results/service-waits-db8f23f call C).
         if (direct_ && job->in == nullptr) first_ = cap_;
         if (traced) trace_.begin(job->len / first_ + 2);
     }

@@ -447,7 +447,7 @@ static __attribute__((noinline)) int update_engine(gcm_ctx *c, unsigned char *ou
          * Moving beside other threads and processes too (by the estimates,
          * not to look again) was measured on the H200 through gpuaesd: 4
          * threads x 64 MiB 1.07-1.11x against 1.61-1.85x (encryption), 4
-         * processes within their noise (bench/results/session36-34d43d2
+         * processes within their noise (bench/results/README.md, earlier runs: session36-34d43d2
          * call E). */
         if (out == NULL || inl == 0 || c->g.datalen % BLOCK != 0 || outsize < inl
             || !gpu_possible(c) || gpuaes_overlap_partial(in, inl, out, inl)

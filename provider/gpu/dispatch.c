@@ -431,7 +431,7 @@ int dispatch_to_gpu(const gpuaes_prov *prov, offload_kind kind, size_t keylen, s
  * provider's rate depends on the call's size: on the H200 host a lone
  * thread's 8 MiB GCM calls ran at ~0.1 ns/B, cache-cold 64 MiB ones at
  * 0.17-0.29; one estimate for both carried 0.239 from 64 MiB rows into an 8 MiB
- * row and sent it to a GPU 1.5x slower (bench/results/session36-34d43d2
+ * row and sent it to a GPU 1.5x slower (bench/results/README.md, earlier runs: session36-34d43d2
  * call G; call F: 0.75x).  A smaller class is cache-hotter: borrowed, the CPU
  * looks its fastest and takes the call, which samples the call's own class
  * (dispatch_cpu_done); a look at the CPU does too.  The borrowed estimate's

@@ -341,8 +341,8 @@ int remote_pipeline(gpuaes_job *job, const remote_key *k, gpuaesd_conn *c, const
     job->cpu_from = ps->cpu_from;
     /* Slots this process had not touched yet: their pages faulted in during
      * the copies (a fresh 64 MiB segment: 40-90 ms against ~3 for the job;
-     * the job log of service-share-28cb1db call F).  Not the path's speed:
-     * dispatch must not learn it. */
+     * the job log of service-share-28cb1db call F, bench/results/README.md,
+     * earlier runs).  Not the path's speed: dispatch must not learn it. */
     if (ps->touched > *warm) {
         job->first_use = 1;
         *warm = ps->touched;

@@ -36,7 +36,7 @@ gpuaes_test(NAME gcm_ghash_no_gcm_emu COMMAND test_gcm_ghash --no-gpu-gcm LABELS
 # Through gpuaesd (GPUAES_TEST_BACKEND=service) in 64 KiB pieces: with the
 # default 8 MiB ones an H200 answers each piece while the caller still copies
 # the next in, so the caller never waits and no share of GCM ran in 5 rounds
-# (bench/results/session36-34d43d2 call A); in process the knob is not read.
+# (bench/results/README.md, earlier runs: session36-34d43d2 call A); in process the knob is not read.
 gpuaes_test_program(test_cpu_share gpu/test_cpu_share.c)
 target_link_libraries(test_cpu_share PRIVATE api_util)
 gpuaes_test(NAME cpu_share_gpu COMMAND test_cpu_share --all LABELS gpu TIMEOUT 300

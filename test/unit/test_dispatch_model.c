@@ -51,7 +51,7 @@
  *            a pause, then 8 MiB again: on the CPU within max(0.1 s, 3 calls), as in
  *            the first phase (one CPU estimate for both sizes carried the
  *            64 MiB rate over and held them on the GPU for good:
- *            bench/results/session36-34d43d2 calls F, G)
+ *            bench/results/README.md, earlier runs: session36-34d43d2 calls F, G)
  *   engine [starts]  GCM on gpuaes's engine (a CPU answer binds nothing):
  *            a lone thread, the CPU 1.4x faster than the GPU, then 8 threads
  *            (the CPU 3x slower), then one again: back on the CPU within
