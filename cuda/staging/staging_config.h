@@ -30,10 +30,9 @@ struct StagingConfig {
 // The configuration in force (read at the first call).
 const StagingConfig &config();
 
-// Counts a job that begins; true when it is the one GPUAES_STAGING_TRACE names.
-// Whether this job's stages are timed: jobs N .. N + kTraceJobs - 1 of the
-// process (GPUAES_STAGING_TRACE=N; a run of them, so that a client's pieces
-// through gpuaesd are seen from the ramp on).  Counts the job.
+// Counts a job that begins; true when its stages are to be timed: jobs N ..
+// N + kTraceJobs - 1 of the process (GPUAES_STAGING_TRACE=N; a run of them,
+// so that a client's pieces through gpuaesd are seen from the ramp on).
 constexpr long kTraceJobs = 40;
 bool trace_this_job();
 
