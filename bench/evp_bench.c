@@ -130,7 +130,8 @@ static void usage(FILE *f)
         "  --sizes LIST         update sizes, e.g. 16,64,256,1K,16K,1M,64M (K/M/G = 2^10/2^20/2^30);\n"
         "                       'all' = 16 B..256 MiB in steps of 4x; multiples of 16\n"
         "  --threads LIST       e.g. 1,4,16 (each thread its own context and buffers)\n"
-        "  --providers LIST     default,gpuaes (the order is the alternation order A B A B)\n"
+        "  --providers LIST     default,gpuaes (the order is the alternation order A B A B);\n"
+        "                       default,default2: an A/A control, the default provider in both columns\n"
         "  --repeats N          measurements per provider, median reported (default 5)\n"
         "  --min-time SEC       length of one measurement (default 0.2; >= 1 update per thread)\n"
         "  --warmup SEC         excluded warm-up measurement per provider (default 0.05)\n"
@@ -296,8 +297,9 @@ static void set_providers(options *o, const char *arg)
 
     o->nprov = 0;
     for (int i = 0; i < n; i++) {
-        if (strcmp(items[i], "default") != 0 && strcmp(items[i], "gpuaes") != 0)
-            die("--providers: '%s' is neither default nor gpuaes", items[i]);
+        if (strcmp(items[i], "default") != 0 && strcmp(items[i], "gpuaes") != 0
+            && strcmp(items[i], "default2") != 0)
+            die("--providers: '%s' is none of default, gpuaes, default2", items[i]);
         if (o->nprov == 1 && strcmp(o->prov[0], items[i]) == 0)
             continue;
         if (o->nprov == MAX_PROV)
@@ -988,7 +990,8 @@ int main(int argc, char **argv)
     for (int c = 0; c < o.ncipher; c++) {
         for (int p = 0; p < o.nprov; p++) {
             char propq[64];
-            snprintf(propq, sizeof(propq), "provider=%s", o.prov[p]);
+            snprintf(propq, sizeof(propq), "provider=%s",
+                     strcmp(o.prov[p], "default2") == 0 ? "default" : o.prov[p]);
             fetched[o.cipher[c]][p] = EVP_CIPHER_fetch(g_libctx, CIPHERS[o.cipher[c]].name, propq);
             if (fetched[o.cipher[c]][p] == NULL) {
                 print_ossl_errors("EVP_CIPHER_fetch");
