@@ -307,27 +307,30 @@ void gpuaes_gpu_shutdown(void);
 
 
 /*
- * Copies by the copy pool's threads and the caller (GPUAES_COPY_THREADS,
- * load rule as for staging copies), begun and ended later, so that the
- * caller can do something else meanwhile: the service backend's copies into
- * and out of its segment (it begins the next pieces' copies in while it
- * posts and copies out).  Starts no CUDA.  Thread-safe.  dst = src, or
- * src ^ ks when ks is not NULL (n bytes each; dst may equal src; not
- * otherwise overlapping); stream: non-temporal stores where copy_stream
- * allows (dst not read soon).  end waits for the copy, copying what no
- * thread has begun, and frees the task.  A NULL task (out of memory) means
- * the copy is done already; end(NULL) does nothing.  Every begun copy must
- * be ended before its buffers go.  gpuaes_host_copy_stop() joins the copy
- * threads (none may be copying for the caller's module to be unloaded; a
- * later copy starts them again).
+ * memcpy(dst, src, n) (not overlapping) by the copy pool's threads and the
+ * caller (GPUAES_COPY_THREADS, load rule as for staging copies); stream:
+ * non-temporal stores where copy_stream allows (dst not read soon).  Starts
+ * no CUDA: for the service backend's copies into and out of its segment.
+ * Thread-safe.  gpuaes_host_copy_stop() joins the copy threads (none may be
+ * copying for the caller's module to be unloaded; a later copy starts them
+ * again).
+ */
+void gpuaes_host_copy(void *dst, const void *src, size_t n, int stream);
+void gpuaes_host_copy_stop(void);
+
+/*
+ * The same, begun on the copy pool's threads and ended later, so that the
+ * caller can do something else meanwhile (the service backend copies a
+ * piece in while the one before is copied out).  dst = src, or src ^ ks
+ * when ks is not NULL (n bytes each; dst may equal src).  end waits for
+ * the copy, copying what no thread has begun, and frees the task.  A NULL
+ * task (out of memory) means the copy is done already; end(NULL) does
+ * nothing.  Every begun copy must be ended before its buffers go.
  */
 typedef struct gpuaes_host_copy_task gpuaes_host_copy_task;
 gpuaes_host_copy_task *gpuaes_host_copy_begin(void *dst, const void *src, const void *ks, size_t n,
                                               int stream);
-/* Whether a begun copy is complete (end then waits for nothing); never blocks. */
-int gpuaes_host_copy_done(const gpuaes_host_copy_task *task);
 void gpuaes_host_copy_end(gpuaes_host_copy_task *task);
-void gpuaes_host_copy_stop(void);
 
 /* ---- Keystream ahead: asynchronous CTR keystream windows (cuda/keystream/ks_windows.cu) ----
  *

@@ -1,4 +1,4 @@
-// host_copy.cpp - gpuaes_host_copy_begin() (include/gpuaes_gpu.h): the copy pool's
+// host_copy.cpp - gpuaes_host_copy() (include/gpuaes_gpu.h): the copy pool's
 // parallel memcpy for code outside the GPU layer, i.e. the service backend's
 // copies into and out of its shared segment (provider/gpu/gpu_remote.c).  CPU
 // only: the pool (copy_pool.cpp, copy_part.cpp, copy_load.cpp) makes no
@@ -33,6 +33,16 @@ unsigned copy_flags(int stream)
 
 } // namespace
 
+extern "C" void gpuaes_host_copy(void *dst, const void *src, size_t n, int stream)
+{
+    using namespace gpuaes;
+    copy_pool_enter();
+    CopyTask t;
+    copy_start(&t, dst, src, n, copy_flags(stream));
+    copy_wait(&t);
+    copy_pool_leave();
+}
+
 extern "C" gpuaes_host_copy_task *gpuaes_host_copy_begin(void *dst, const void *src, const void *ks, size_t n,
                                                          int stream)
 {
@@ -49,11 +59,6 @@ extern "C" gpuaes_host_copy_task *gpuaes_host_copy_begin(void *dst, const void *
     }
     copy_start_xor(&h->t, dst, src, ks, n, copy_flags(stream));
     return h;
-}
-
-extern "C" int gpuaes_host_copy_done(const gpuaes_host_copy_task *h)
-{
-    return h == nullptr || gpuaes::copy_finished(&h->t);
 }
 
 extern "C" void gpuaes_host_copy_end(gpuaes_host_copy_task *h)

@@ -150,7 +150,7 @@ bool quiesce_at_exit()
     pthread_mutex_unlock(&g_init_lock);
     if (join && !join_until(g_init_thread, until)) return false;
     if (!g_cuda_touched.load()) {
-        copy_pool_stop(true); // the service backend's copy threads (gpuaes_host_copy_begin), if any
+        copy_pool_stop(true); // the service backend's copy threads (gpuaes_host_copy), if any
         return true;
     }
     g_closed_at_exit.store(true); // gpuaes_gpu_available() answers 0: new jobs get BUSY

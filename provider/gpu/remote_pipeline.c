@@ -7,10 +7,7 @@
  * (ahead, while slots are free), posts up to the service's max_inflight,
  * and copies finished pieces out in order, so that the copies overlap the
  * service's work on the pieces in flight; the copies use the copy pool's
- * threads (gpuaes_host_copy_begin: no CUDA).  Copies in are begun for every
- * free slot and a piece is posted once its copy has ended, so that the pool
- * always has the next pieces to copy while the calling thread posts, reads
- * replies and begins copies out.  Out-of-order replies wait for
+ * threads (gpuaes_host_copy: no CUDA).  Out-of-order replies wait for
  * their turn: only a prefix of out[] is ever written, so that a failure
  * anywhere leaves done, iv and out[0..done) as one run would have: a piece
  * that is not OK ends the prefix at its own done, its successors in flight
@@ -44,7 +41,6 @@ typedef struct piece {
     uint64_t id;                       /* its request's */
     int replied;
     gpuaesd_job_reply rep;
-    gpuaes_host_copy_task *in_task;    /* its copy in, begun and not ended yet */
     gpuaes_host_copy_task *out_task;   /* its copy out, begun and not ended yet */
 } piece;
 
@@ -87,7 +83,7 @@ static int copy_in_due(pipe_state *ps, unsigned inflight_max)
     return !ps->keystream || (ps->n_sent == ps->n_in && gpuaesd_inflight(ps->c) < inflight_max);
 }
 
-/* Begins the next piece's copy into its slot (CTR as keystream: nothing to copy). */
+/* Copies the next piece into its slot (CTR as keystream: nothing to copy). */
 static void copy_in(pipe_state *ps)
 {
     gpuaes_job *job = ps->job;
@@ -102,35 +98,11 @@ static void copy_in(pipe_state *ps)
     end = (size_t)(slot_of(ps, n) - ps->seg) + p->len;
     if (end > ps->touched)
         ps->touched = end;
-    p->in_task = NULL;
     if (!ps->keystream)
-        p->in_task = gpuaes_host_copy_begin(slot_of(ps, n), job->in + p->off, NULL, p->len, 0);
+        gpuaes_host_copy(slot_of(ps, n), job->in + p->off, p->len, 0);
     gpuaes_state_after(job->op, ps->next_iv, job->in != NULL ? job->in + p->off : NULL, p->len);
     ps->next_off += p->len;
     ps->n_in++;
-}
-
-/* Ends piece n's copy in (helping it when wait): 0 while it is not complete
- * and wait is 0. */
-static int end_copy_in(pipe_state *ps, size_t n, int wait)
-{
-    piece *p = &ps->p[n % ps->w];
-
-    if (!wait && !gpuaes_host_copy_done(p->in_task))
-        return 0;
-    gpuaes_host_copy_end(p->in_task);
-    p->in_task = NULL;
-    return 1;
-}
-
-/* The first piece not posted yet whose copy in is not ended (n_in: none). */
-static size_t copy_in_open(const pipe_state *ps)
-{
-    size_t n = ps->n_sent;
-
-    while (n < ps->n_in && ps->p[n % ps->w].in_task == NULL)
-        n++;
-    return n;
 }
 
 /* Posts the next copied-in piece: 0, 1 (max_inflight reached), -1 (dead). */
@@ -266,7 +238,6 @@ static int pipeline(pipe_state *ps, int *busy_answer)
     gpuaesd_job_reply rep;
     unsigned inflight_max = gpuaesd_max_inflight(ps->c);
     int failed = 0, rc = 0;
-    size_t n;
     uint64_t t;
 
     for (;;) {
@@ -274,8 +245,7 @@ static int pipeline(pipe_state *ps, int *busy_answer)
             record(ps, &rep);
         if (rc < 0)
             break;
-        while (!ps->stop && ps->n_sent < ps->n_in && gpuaesd_inflight(ps->c) < inflight_max
-               && end_copy_in(ps, ps->n_sent, 0))
+        while (!ps->stop && ps->n_sent < ps->n_in && gpuaesd_inflight(ps->c) < inflight_max)
             if ((rc = post_next(ps)) != 0)
                 break;
         if (rc < 0)
@@ -288,12 +258,7 @@ static int pipeline(pipe_state *ps, int *busy_answer)
             continue;
         }
         if (copy_in_due(ps, inflight_max)) {
-            copy_in(ps);               /* begun: the pool copies it with the others */
-            ps->ns_in += remote_mono_ns() - t;
-            continue;
-        }
-        if (!ps->stop && (n = copy_in_open(ps)) < ps->n_in) {
-            end_copy_in(ps, n, 1);     /* help the next piece in */
+            copy_in(ps);               /* while the pool copies the piece before out */
             ps->ns_in += remote_mono_ns() - t;
             continue;
         }
@@ -317,8 +282,6 @@ static int pipeline(pipe_state *ps, int *busy_answer)
     }
     while (ps->n_free < ps->n_out)     /* before the segment can go (the caller may unmap it) */
         end_copy_out(ps);
-    for (n = ps->n_sent; n < ps->n_in; n++)             /* copied in, never posted (a failure) */
-        end_copy_in(ps, n, 1);
     OPENSSL_cleanse(&rep, sizeof(rep));
     if (rc < 0)
         return -1;
