@@ -289,27 +289,48 @@ void gpuaes_host_copy_stop(void)
 {
 }
 
-/* Done at once: the emulator has no copy threads. */
-gpuaes_host_copy_task *gpuaes_host_copy_begin(void *dst, const void *src, const void *ks, size_t n, int stream)
-{
-    unsigned char *d = dst;
-    const unsigned char *s = src, *k = ks;
+/* The emulator has no copy threads: a begun copy is made when it is ended,
+ * so that a caller which used a slot before ending its copy, or never ended
+ * one, reads or leaves the wrong bytes. */
+struct gpuaes_host_copy_task {
+    unsigned char *dst;
+    const unsigned char *src, *ks;
+    size_t n;
+};
 
-    (void)stream;
+static void emu_copy(unsigned char *d, const unsigned char *s, const unsigned char *k, size_t n)
+{
     if (k == NULL) {
         memmove(d, s, n);
     } else {
         for (size_t i = 0; i < n; i++)
             d[i] = s[i] ^ k[i];
     }
-    return NULL;
+}
+
+gpuaes_host_copy_task *gpuaes_host_copy_begin(void *dst, const void *src, const void *ks, size_t n, int stream)
+{
+    gpuaes_host_copy_task *t = malloc(sizeof(*t));
+
+    (void)stream;
+    if (t == NULL) {                   /* as the pool: no task, the copy done now */
+        emu_copy(dst, src, ks, n);
+        return NULL;
+    }
+    t->dst = dst;
+    t->src = src;
+    t->ks = ks;
+    t->n = n;
+    return t;
 }
 
 void gpuaes_host_copy_end(gpuaes_host_copy_task *task)
 {
-    (void)task;
+    if (task == NULL)
+        return;
+    emu_copy(task->dst, task->src, task->ks, task->n);
+    free(task);
 }
-
 
 /* The emulator's own library context: made on first use, freed at shutdown. */
 static OSSL_LIB_CTX *emu_libctx;
