@@ -401,9 +401,13 @@ int block_fb_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsi
     return c->fb->update(c->fbctx, out, outl, outsize, in, inl);
 }
 
-/* Only AEAD ciphers take data without output (AAD); the default provider would crash. */
-static __attribute__((noinline, cold)) int null_output(const block_ctx *c)
+/* An update without output: only AEAD ciphers take data so (AAD), and the
+ * default provider would crash; an empty one is the fallback's to answer. */
+static __attribute__((noinline, cold)) int null_output(block_ctx *c, unsigned char *out, size_t *outl,
+                                                       size_t outsize, const unsigned char *in, size_t inl)
 {
+    if (inl == 0)
+        return c->fb_update(c->fbctx, out, outl, outsize, in, inl);
     GPUAES_RAISE(c->prov, ERR_R_PASSED_NULL_PARAMETER);
     return 0;
 }
@@ -555,8 +559,8 @@ static inline int update_hot(block_ctx *c, unsigned char *out, size_t *outl, siz
 {
     OSSL_FUNC_cipher_update_fn *update;
 
-    if (out == NULL && inl > 0)
-        return null_output(c);
+    if (__builtin_expect(out == NULL, 0))   /* laid out so the common path takes no branch */
+        return null_output(c, out, outl, outsize, in, inl);
     if (inl >= c->hot_max)
         return update_offload(c, out, outl, outsize, in, inl);
     /* The empty asm statements are no code: they make gcc compare and
