@@ -230,8 +230,7 @@ def plan(a):
         if a.confirm_below > 0:
             lines.append("threads: each cell below %g measured again: %d rounds of A/B and A/A, %d x %g s "
                          "(~%.0f s a cell, not in the estimate)" % (
-                             a.confirm_below, CONFIRM_ROUNDS, CONFIRM_REPEATS, CONFIRM_MIN_TIME,
-                             CONFIRM_ROUNDS * 2 * 2 * (CONFIRM_REPEATS * CONFIRM_MIN_TIME + a.warmup + 0.5)))
+                             a.confirm_below, CONFIRM_ROUNDS, CONFIRM_REPEATS, CONFIRM_MIN_TIME, confirm_seconds(a)))
     if "processes" in a.only:
         ncell = len(a.procs) * len(a.proc_sizes) * len(a.proc_ciphers)
         nb = ncell * 2 * a.rounds
@@ -292,6 +291,11 @@ def plan(a):
 CONFIRM_ROUNDS, CONFIRM_REPEATS, CONFIRM_MIN_TIME = 3, 7, 0.3
 
 
+def confirm_seconds(a):
+    """What confirming one cell takes: its rounds of A/B and A/A, two providers each."""
+    return CONFIRM_ROUNDS * 2 * 2 * (CONFIRM_REPEATS * CONFIRM_MIN_TIME + a.warmup + 0.5)
+
+
 def confirm_cell(a, cipher, d, size, threads, pair, remaining):
     """One evp_bench run of one cell with providers `pair`; returns second/first GB/s, or None."""
     csv_path = os.path.join(a.tmp, "confirm.csv")
@@ -314,16 +318,11 @@ def confirm_cell(a, cipher, d, size, threads, pair, remaining):
 
 def confirm_threads(a, res, remaining):
     """Threads cells below --confirm-below, measured again (meta.txt: `confirm:` lines, README)."""
-    cells = {}
-    for r in res.rows:
-        if r["workload"] == "threads" and r["gbps"]:
-            cells.setdefault((r["cipher"], r["direction"], int(r["update_bytes"]), int(r["threads"])),
-                             {})[r["path"]] = float(r["gbps"])
-    low = sorted((v["gpuaes"] / v["default"], k) for k, v in cells.items()
-                 if v.get("default") and "gpuaes" in v and v["gpuaes"] / v["default"] < a.confirm_below)
+    low = sorted((c["ratio"], (c["cipher"], c["direction"], int(c["update_bytes"]), int(c["threads"])))
+                 for c in cells_with_ratio(res.rows)
+                 if c["workload"] == "threads" and c["ratio"] is not None and c["ratio"] < a.confirm_below)
     for first, (cipher, d, size, threads) in low:
-        need = CONFIRM_ROUNDS * 2 * 2 * (CONFIRM_REPEATS * CONFIRM_MIN_TIME + a.warmup + 0.5)
-        if remaining() < need:
+        if remaining() < confirm_seconds(a):
             log("threads: out of time to confirm %s %s %s t=%d" % (cipher, d, size_label(size), threads))
             a.cut.add("threads")
             return
@@ -331,9 +330,11 @@ def confirm_threads(a, res, remaining):
         for _ in range(CONFIRM_ROUNDS):
             ab.append(confirm_cell(a, cipher, d, size, threads, "default,gpuaes", remaining))
             aa.append(confirm_cell(a, cipher, d, size, threads, "default,default2", remaining))
+        def ratios(v):
+            return " ".join("-" if x is None else "%.3f" % x for x in v)
+
         line = "confirm: %s %s %s t=%d: first %.3f; A/B %s; A/A %s" % (
-            cipher, d, size_label(size), threads, first,
-            " ".join("-" if x is None else "%.3f" % x for x in ab), " ".join("-" if x is None else "%.3f" % x for x in aa))
+            cipher, d, size_label(size), threads, first, ratios(ab), ratios(aa))
         log("threads: " + line)
         a.meta_extra.append(line)
 
