@@ -393,10 +393,6 @@ static const OSSL_ALGORITHM *gpuaes_query(void *provctx, int operation_id, int *
     return prov->err.foreign ? algorithms_carry : algorithms;
 }
 
-/* Loaded instances (one per library context): the last one out gives the
- * GPU layer's threads and memory back. */
-static _Atomic int instances;
-
 static void gpuaes_teardown(void *provctx)
 {
     gpuaes_prov *prov = provctx;
@@ -410,10 +406,8 @@ static void gpuaes_teardown(void *provctx)
                      launches, jobs);
     fallback_unload(prov);
     OPENSSL_free(prov);
-    if (atomic_fetch_sub(&instances, 1) == 1) {
+    if (gpu_backend_leave())           /* the last instance: the GPU layer's threads and memory went back */
         debug_made();
-        gpu()->job.shutdown();
-    }
 }
 
 static const OSSL_DISPATCH provider_functions[] = {
@@ -467,6 +461,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     if (!fallback_load(prov, in)) {
         err_carry(prov);
         OPENSSL_free(prov);
+        (void)gpu_backend_leave();
         return 0;
     }
     (void)assume_verify_at_load(prov);     /* a failure turns the GPU path off */
@@ -474,9 +469,9 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         err_carry(prov);
         fallback_unload(prov);
         OPENSSL_free(prov);
+        (void)gpu_backend_leave();
         return 0;
     }
-    atomic_fetch_add(&instances, 1);
     gpuaes_debug("loaded; offload thresholds %s", settings_policy(prov));
     *out = provider_functions;
     *provctx = prov;

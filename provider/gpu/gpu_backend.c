@@ -12,6 +12,7 @@ _Atomic(const gpu_backend *) gpu_backend_in_use = &gpu_backend_inprocess;
 
 static pthread_mutex_t choose_lock = PTHREAD_MUTEX_INITIALIZER;
 static int chosen;
+static int users;                      /* provider instances between select and leave */
 
 /* A fork while another thread loads the module must not leave choose_lock
  * held in the child (test_fork --locks): taken around every fork. */
@@ -24,6 +25,7 @@ void gpu_backend_select(gpu_backend_kind kind, const gpu_remote_settings *remote
 {
     pthread_once(&atfork_once, choose_lock_atfork);
     pthread_mutex_lock(&choose_lock);
+    users++;
     if (!chosen) {
         chosen = 1;
         if (kind == GPU_BACKEND_SERVICE) {
@@ -37,6 +39,29 @@ void gpu_backend_select(gpu_backend_kind kind, const gpu_remote_settings *remote
                      atomic_load(&gpu_backend_in_use)->name);
     }
     pthread_mutex_unlock(&choose_lock);
+}
+
+int gpu_backend_leave(void)
+{
+    const gpu_backend *b;
+    int last;
+
+    pthread_mutex_lock(&choose_lock);
+    last = --users == 0;
+    b = atomic_load(&gpu_backend_in_use);
+    pthread_mutex_unlock(&choose_lock);
+    if (!last)
+        return 0;
+    /* Not under choose_lock: the shutdown joins the service's start thread,
+     * whose posix_spawn may run the fork handlers (sanitizers' does). */
+    b->job.shutdown();
+    pthread_mutex_lock(&choose_lock);
+    if (users == 0) {                  /* no load came meanwhile: the next one chooses */
+        chosen = 0;
+        atomic_store(&gpu_backend_in_use, &gpu_backend_inprocess);
+    }
+    pthread_mutex_unlock(&choose_lock);
+    return 1;
 }
 
 gpu_backend_kind gpu_backend_kind_in_use(void)

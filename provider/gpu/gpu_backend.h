@@ -56,8 +56,13 @@ typedef struct gpu_remote_settings {
  * run answers for a job it does not take; the service's sets out from it. */
 void gpu_job_unstarted(gpuaes_job *job);
 
-/* The first call in a process chooses; later ones keep that choice. */
+/* A provider instance's start: the first of a process chooses, later ones
+ * keep that choice while any instance lives.  Each select is paired with a
+ * leave; the last leave shuts the backend down (its threads and memory go
+ * back) and returns 1, and the next select chooses again with its own
+ * settings (the module may stay mapped between loads: -z nodelete). */
 void gpu_backend_select(gpu_backend_kind kind, const gpu_remote_settings *remote);
+int gpu_backend_leave(void);
 gpu_backend_kind gpu_backend_kind_in_use(void);
 
 /* gpu_inprocess.c: the layer loaded when the GPU first starts (include/gpuaes_layer.h).

@@ -172,6 +172,11 @@ static void find_service(void)
     R.path[0] = '\0';
 }
 
+static void at_fork_register(void) { pthread_atfork(at_fork_prepare, NULL, at_fork_child); }
+static pthread_once_t at_fork_once = PTHREAD_ONCE_INIT;
+
+/* At each choice of this backend: a module kept mapped (gpu_backend_leave)
+ * configures it again with the new load's settings. */
 void gpu_remote_configure(const gpu_remote_settings *s)
 {
     const char *dir = secure_getenv("GPUAES_SERVICE_DIR");
@@ -183,7 +188,7 @@ void gpu_remote_configure(const gpu_remote_settings *s)
     R.chunk = s->chunk / 4096 * 4096 != 0 ? s->chunk / 4096 * 4096 : 4096;   /* slots page-aligned */
     snprintf(R.dir, sizeof(R.dir), "%s", dir != NULL ? dir : "");
     find_service();
-    pthread_atfork(at_fork_prepare, NULL, at_fork_child);
+    pthread_once(&at_fork_once, at_fork_register);
     gpuaes_debug("service backend: gpuaesd %s, socket directory %s",
                  R.path[0] ? R.path : "(not found: connect only)", R.dir[0] ? R.dir : "(default)");
 }

@@ -11,6 +11,7 @@
  * enough) into a fresh library context with the environment it sets.
  */
 #define _POSIX_C_SOURCE 200809L  /* setenv, mkstemp */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -502,6 +503,40 @@ static void test_start_bytes(void)
     printf("ok  gpu_start_bytes defaults per backend\n");
 }
 
+/* Last: with the module kept mapped between loads (as ThreadSanitizer's
+ * -z nodelete keeps it), each load still chooses its own backend once the
+ * previous instance is gone: a service load, then an in-process one that
+ * reaches the emulated layer (the service's wait would answer 0). */
+static void test_backend_per_load(void)
+{
+    char path[4096];
+    void *pin;
+
+    snprintf(path, sizeof(path), "%s/gpuaes.so", module_dir);
+    if ((pin = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) == NULL) {
+        CHECKF(0, "dlopen %s: %s", path, dlerror());
+        return;
+    }
+    for (int round = 0; round < 2; round++) {
+        loaded l;
+
+        setenv("GPUAES_GPU_BACKEND", "service", 1);
+        setenv("GPUAES_SERVICE_CONNECT_WAIT_MS", "0", 1);
+        if (load(&l, NULL))
+            CHECKF(has_setting(&l, "gpu_backend", "service"), "service load: %s", l.settings);
+        unload(&l);
+        unsetenv("GPUAES_SERVICE_CONNECT_WAIT_MS");
+        setenv("GPUAES_GPU_BACKEND", "inprocess", 1);
+        if (load(&l, NULL))
+            CHECKF(l.gpu_available == 1, "in-process load after a service load (module kept mapped): "
+                   "gpu-available %d", l.gpu_available);
+        unload(&l);
+    }
+    unsetenv("GPUAES_GPU_BACKEND");
+    dlclose(pin);                      /* stays mapped (RTLD_NODELETE) */
+    printf("ok  the backend: each load's own, the module kept mapped between loads\n");
+}
+
 int main(void)
 {
     module_dir = getenv("GPUAES_MODULE_DIR");
@@ -519,5 +554,6 @@ int main(void)
     test_cnf();
     test_dispatch();
     test_start_bytes();
+    test_backend_per_load();
     return test_report("settings");
 }
