@@ -18,7 +18,7 @@
 #define BLOCK 16
 enum { TRACK_WHOLE = 1, TRACK_LAST = 2 };
 
-struct ks_state;
+struct ctx_keystream;
 /* Keystream windows a keystream context holds at most (block_keystream.c). */
 #define KS_NWIN 3
 /* The update that would begin keystream mode must be at least this long:
@@ -73,7 +73,7 @@ typedef struct block_ctx {
     /* Keystream ahead (CTR): bytes still to go before the context gets GPU
      * keystream windows (SIZE_MAX: never), and the windows once it has. */
     size_t ramp_left;
-    struct ks_state *ks;
+    struct ctx_keystream *ks;
     /* update_gpu_min's inputs when it last computed (0: never) and what it
      * computed then besides gpu_min and track: the ramp to restart from, and
      * the hot path's bound with it. */

@@ -43,7 +43,8 @@ typedef struct ks_win {
     int touched;                      /* the context reached it before it was ready */
 } ks_win;
 
-typedef struct ks_state {
+/* A CTR context's keystream ahead: its windows and where it stands in them. */
+typedef struct ctx_keystream {
     unsigned char base[BLOCK];        /* counter block of position 0 */
     uint64_t pos;                     /* bytes consumed since base */
     uint64_t fb_pos;                  /* where the fallback is (UINT64_MAX: elsewhere) */
@@ -57,7 +58,7 @@ typedef struct ks_state {
     uint64_t judged_len, judged_used;
     int judged;
     int give_up;                      /* mostly wasted: leave keystream mode after this update */
-} ks_state;
+} ctx_keystream;
 
 /* A context whose keystream is mostly wasted (the GPU cannot keep ahead of it,
  * e.g. many contexts at once) leaves keystream mode and comes back after
@@ -69,7 +70,7 @@ typedef struct ks_state {
  * (ASSUME_CTR_SCRATCH_REBUILDS_PARTIAL) */
 int ks_sync_fb(block_ctx *c)
 {
-    ks_state *k = c->ks;
+    ctx_keystream *k = c->ks;
     unsigned char ctr[BLOCK], scratch[BLOCK] = { 0 };
     size_t o = 0, part;
 
@@ -114,7 +115,7 @@ static int ks_context_claim(const block_ctx *c)
  * from wherever ks_sync_fb() put it. */
 void ks_end(block_ctx *c)
 {
-    ks_state *k = c->ks;
+    ctx_keystream *k = c->ks;
 
     if (k == NULL)
         return;
@@ -145,7 +146,7 @@ static void ks_fail(block_ctx *c, const char *what, const char *error)
 /* Fills idle windows, in position order, as far as the ring allows. */
 static void ks_topup(block_ctx *c)
 {
-    ks_state *k = c->ks;
+    ctx_keystream *k = c->ks;
     char err[GPUAES_ERROR_SIZE] = "";
 
     while (k != NULL && k->count < k->ahead) {
@@ -191,7 +192,7 @@ static void ks_topup(block_ctx *c)
 /* Enters keystream mode at the fallback's current position. */
 int ks_begin(block_ctx *c)
 {
-    ks_state *k;
+    ctx_keystream *k;
     unsigned int num = 0;
     unsigned char iv[BLOCK];
 
@@ -232,7 +233,7 @@ int ks_begin(block_ctx *c)
 }
 
 /* Retires the oldest window (the context is past it). */
-static void ks_retire(ks_state *k)
+static void ks_retire(ctx_keystream *k)
 {
     ks_win *x = &k->win[k->head];
 
@@ -271,7 +272,7 @@ static void ks_leave(block_ctx *c, size_t ramp)
  */
 static void ks_jumped(block_ctx *c)
 {
-    ks_state *k = c->ks;
+    ctx_keystream *k = c->ks;
 
     while (k->count > 0 && k->win[k->head].start + k->win[k->head].len <= k->pos)
         ks_retire(k);
@@ -286,7 +287,7 @@ static void ks_jumped(block_ctx *c)
 /* bytes on the CPU, from position pos */
 static int ks_cpu(block_ctx *c, unsigned char *out, const unsigned char *in, size_t n)
 {
-    ks_state *k = c->ks;
+    ctx_keystream *k = c->ks;
     size_t o = 0;
 
     if (!ks_sync_fb(c) || !c->fb->update(c->fbctx, out, &o, n, in, n) || o != n)
@@ -299,7 +300,7 @@ static int ks_cpu(block_ctx *c, unsigned char *out, const unsigned char *in, siz
 int ks_update(block_ctx *c, unsigned char *out, size_t *outl, size_t outsize,
               const unsigned char *in, size_t inl)
 {
-    ks_state *k = c->ks;
+    ctx_keystream *k = c->ks;
     size_t done = 0;
     char err[GPUAES_ERROR_SIZE] = "";
 

@@ -67,7 +67,7 @@ static struct {
     int starter_joinable;
     char path[PATH_MAX];               /* gpuaesd, or "" (connect only) */
     char dir[108];                     /* GPUAES_SERVICE_DIR, or "" (the default) */
-    char why[160];                     /* the last start's failure */
+    char why[GPUAES_ERROR_SIZE];                     /* the last start's failure */
 } R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, R_IDLE, 0, 100, (size_t)4 << 20, 3, 1, 0,
         BACKOFF_MIN_MS, 0, { { 0 } }, 0, 0, { 0 }, 0, 0, "", "", "" };
 
@@ -272,7 +272,7 @@ static unsigned remote_load(gpuaes_op op, uint64_t *ns_per_byte, unsigned *procs
 
 static void *starter_main(void *arg)
 {
-    char why[160] = "";
+    char why[GPUAES_ERROR_SIZE] = "";
 
     gpuaes_debug("service: connecting in the background");
     gpuaesd_conn *c = gpuaesd_connect(R.dir[0] ? R.dir : NULL, R.path[0] ? R.path : NULL, SEGMENT,
@@ -510,7 +510,7 @@ static rconn take(void)
     }
     pthread_mutex_unlock(&R.mu);
     if (dial) {
-        char why[160];
+        char why[GPUAES_ERROR_SIZE];
 
         /* A running service answers in well under a millisecond; never starts one. */
         r.c = gpuaesd_connect(R.dir[0] ? R.dir : NULL, NULL, SEGMENT, DIAL_MS, why, sizeof(why));

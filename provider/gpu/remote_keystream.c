@@ -265,7 +265,7 @@ static void pump(ks_conn *kc, int force)
 static void *dial_main(void *arg)
 {
     size_t slot_size = K.dial_slot, n = K.dial_n;
-    char why[160];
+    char why[GPUAES_ERROR_SIZE];
     gpuaesd_conn *c;
     ks_conn *kc;
 
