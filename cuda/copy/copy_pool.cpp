@@ -77,7 +77,7 @@ std::atomic<int> g_nworkers{0};       // changed under g_lock
 std::atomic<int> g_allowed{0};        // workers that may take parts now (the load rule)
 std::atomic<unsigned> g_gen{0};       // bumped under g_lock by stop: older workers exit
 std::atomic<int> g_queued{0};         // copies in the queue (changed under g_lock)
-std::atomic<int> g_active{0};         // GPU jobs between enter and leave
+std::atomic<int> g_active{0};         // owners between enter and leave (the load rule's "jobs")
 std::atomic<size_t> g_part{kDefaultPart}; // GPUAES_COPY_PART, read at start
 std::atomic<bool> g_fixed{false};     // GPUAES_COPY_THREADS set: no load rule
 int g_test_threads = 0;               // copy_pool_test_auto_threads() (g_lock)
@@ -329,6 +329,11 @@ void start_locked()
 void copy_pool_enter()
 {
     g_active.fetch_add(1, std::memory_order_relaxed);
+    copy_pool_ready();
+}
+
+void copy_pool_ready()
+{
     if (g_state.load(std::memory_order_acquire) == kNone) {
         // Our own part of the fork handler, registered before the first
         // worker exists (and outside the locks): the pool does not rely on
@@ -504,6 +509,8 @@ void copy_pool_atfork_child()
 }
 
 int copy_pool_workers() { return g_nworkers.load(std::memory_order_relaxed); }
+
+int copy_pool_owners() { return g_active.load(std::memory_order_relaxed); }
 
 int copy_pool_allowed()
 {

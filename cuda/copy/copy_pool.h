@@ -32,11 +32,19 @@
 
 namespace gpuaes {
 
-// A GPU job begins / ends.  The first enter starts the workers (number from
-// GPUAES_COPY_THREADS, read then); an enter also re-samples the load (at
-// most every 50 ms).  Pair every enter with a leave.
+// An owner begins / ends: a thread that copies its own copies' parts while
+// it waits for them (a GPU job's caller; gpuaes_host_copy's while it copies
+// or ends a copy).  The load rule counts owners, so that the workers fill
+// the copiers up to kCopiers; a copy begun and not waited for yet has no
+// owner copying (copy_pool_ready).  The first enter starts the workers
+// (number from GPUAES_COPY_THREADS, read then); an enter also re-samples the
+// load (at most every 50 ms).  Pair every enter with a leave.
 void copy_pool_enter();
 void copy_pool_leave();
+
+// What an enter does besides counting an owner: starts the workers if they
+// are not running, and re-samples the load when due.
+void copy_pool_ready();
 
 // One copy in flight: memcpy(dst, src, n), ranges not overlapping; or, with
 // ks, dst = src ^ ks (dst may equal src: in place).  Owned by
@@ -106,6 +114,9 @@ void copy_pool_atfork_install();
 
 // Worker threads now running (0: the owners copy alone).  For tests and logs.
 int copy_pool_workers();
+
+// Owners between enter and leave.  For tests.
+int copy_pool_owners();
 
 
 // Workers the load rule lets copy now (all of them with GPUAES_COPY_THREADS).

@@ -9,7 +9,8 @@
 // spent) and wake for new copies (many short jobs from many threads, under
 // a deadline: a lost wake-up would hang or stall); stop with every worker
 // asleep, and a fork child (copy_pool_atfork_child), also one forked while
-// the settings lock is held (gpu_settings.cpp).  Every byte of every destination is checked, the
+// the settings lock is held (gpu_settings.cpp); gpuaes_host_copy_begin/_end counted as one owner, not one per
+// copy begun.  Every byte of every destination is checked, the
 // bytes around it must be untouched, and every wiped byte must be zero.
 #include <algorithm>
 #include <atomic>
@@ -395,6 +396,30 @@ int main()
         for (auto &x : burn) x.join();
         CHECKF(allowed == 0, "load rule: %d workers allowed with every CPU busy", allowed);
         copy_pool_test_auto_threads(0);
+    }
+
+    // gpuaes_host_copy_begin/_end (the service backend's copies): a copy
+    // begun and not ended has no owner copying it, so eight of them leave the
+    // load rule's owner count at 0 (counted per copy they read as eight
+    // owners, and kCopiers - 8 workers: none); ending one counts its caller
+    // while it copies what no worker took.  Every byte checked.
+    section("host copies", 10);
+    {
+        constexpr int kCopies = 8;
+        constexpr size_t kLen = (size_t)1 << 20;
+        std::vector<unsigned char> src(kCopies * kLen), dst(kCopies * kLen, 0);
+        rng_engine rng(7);
+        for (auto &x : src) x = (unsigned char)rng();
+        const int before = copy_pool_owners();
+        gpuaes_host_copy_task *t[kCopies];
+        for (int i = 0; i < kCopies; ++i)
+            t[i] = gpuaes_host_copy_begin(dst.data() + i * kLen, src.data() + i * kLen, nullptr, kLen, 0);
+        const int begun = copy_pool_owners() - before;
+        for (int i = 0; i < kCopies; ++i) gpuaes_host_copy_end(t[i]);
+        CHECKF(begun == 0, "host copies: %d owners counted for %d copies begun by one thread", begun, kCopies);
+        CHECKF(copy_pool_owners() == before, "host copies: owners %d after the ends, %d before", copy_pool_owners(),
+               before);
+        CHECKF(std::memcmp(src.data(), dst.data(), src.size()) == 0, "host copies: a copy differs");
     }
 
     // A fork child of a process whose pool runs: no worker of the parent's

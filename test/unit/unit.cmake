@@ -23,11 +23,11 @@ set_target_properties(test_key_schedule PROPERTIES CXX_STANDARD 17 CXX_STANDARD_
 target_link_libraries(test_key_schedule PRIVATE testutil OpenSSL::Crypto)
 gpuaes_test(NAME key_schedule COMMAND test_key_schedule)
 
-# The staging copy pool (cuda/copy/copy_pool.cpp) on the CPU: concurrent copies,
-# helping, waiting, workers stopped under load.  No GPU needed.
+# The staging copy pool (cuda/copy/copy_pool.cpp, and gpuaes_host_copy) on the CPU:
+# concurrent copies, helping, waiting, workers stopped under load.  No GPU needed.
 add_executable(test_copy_pool unit/test_copy_pool.cpp ${PROJECT_SOURCE_DIR}/cuda/copy/copy_pool.cpp
   ${PROJECT_SOURCE_DIR}/cuda/copy/copy_part.cpp ${PROJECT_SOURCE_DIR}/cuda/copy/copy_load.cpp
-  ${PROJECT_SOURCE_DIR}/cuda/runtime/gpu_settings.cpp)
+  ${PROJECT_SOURCE_DIR}/cuda/copy/host_copy.cpp ${PROJECT_SOURCE_DIR}/cuda/runtime/gpu_settings.cpp)
 target_include_directories(test_copy_pool PRIVATE ${PROJECT_SOURCE_DIR}/cuda ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(test_copy_pool PRIVATE -Wall -Wextra)
 set_target_properties(test_copy_pool PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
