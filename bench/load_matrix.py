@@ -287,7 +287,7 @@ def plan(a):
 # The confirm pass (--confirm-below): a threads cell below the bound is measured again, alone, in rounds
 # that alternate gpuaes against the default provider (A/B) and the default provider against itself (A/A):
 # on the H200 one 3 x 0.1 s measurement read the default provider against itself at 0.89-1.76, 7 x 0.3 s
-# still at 0.94 with 32 threads on 16 cores (bench/results/final-checks-426f6d5, calls B and F).
+# still at 0.94 with 32 threads on 16 cores (bench/results/README.md, earlier runs: final-checks-426f6d5, calls B and F).
 CONFIRM_ROUNDS, CONFIRM_REPEATS, CONFIRM_MIN_TIME = 3, 7, 0.3
 
 

@@ -4,9 +4,11 @@
 // jobs), from pinned memory (cudaMallocHost, the in-process lanes) and from a
 // registered memfd mapping (cudaHostRegister, gpuaesd's client segments).
 // Inside gpuaesd a chunk's enqueue took 13-30 us and a 2 MiB piece alone
-// 194-436 us in 5 chunks (bench/results/final-checks-426f6d5, call A): is it
+// 194-436 us in 5 chunks (bench/results/README.md, earlier runs: final-checks-426f6d5, call A): is it
 // the calls themselves, the driver's lock between threads, or the
-// registered memory's lookup?
+// registered memory's lookup?  None of them (H200, bench/results/
+// final-checks-aacff00 call A): an enqueue's four calls take 7-15 us
+// (medians, 1-4 threads), from registered memory as from pinned.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 enqueue_cost.cu -o enqueue_cost && ./enqueue_cost [ITERS]
 //
