@@ -26,8 +26,9 @@ constexpr size_t kKeystreamAhead = 2; // CTR keystream chunks on the GPU at once
 // Direct chunks on the GPU at once: one in D2H, one in H2D, one queued to
 // cover our reaction to a completion.  2 and 6 read the same as 3 (H200,
 // one thread's 64 MiB ECB/GCM/CBC-dec through gpuaesd, five rounds: medians
-// 24.3-26.0 against 21.3-24.7 GB/s, the spread of one setting 12-27;
-// bench/results/final-checks-aacff00 call B).
+// 24.3-26.0 against 21.3-24.7 GB/s, the spread of one setting 12-27, the
+// client's copy pool then starved at random: measured again since aacff00
+// it may differ; bench/results/final-checks-aacff00 call B).
 constexpr size_t kDirectAhead = 3;
 // The caller's share: a piece is ~40-60 us of one AES-NI core, short
 // enough that the pipeline it drives meanwhile (copy-outs wait for it to
