@@ -31,16 +31,23 @@ unsigned copy_flags(int stream)
     return stream && st ? gpuaes::kCopyStream : 0;
 }
 
-} // namespace
-
-extern "C" void gpuaes_host_copy(void *dst, const void *src, size_t n, int stream)
+// A whole copy on the caller's thread, the workers helping: the caller is
+// an owner throughout.
+void copy_now(void *dst, const void *src, const void *ks, size_t n, int stream)
 {
     using namespace gpuaes;
     copy_pool_enter();
     CopyTask t;
-    copy_start(&t, dst, src, n, copy_flags(stream));
+    copy_start_xor(&t, dst, src, ks, n, copy_flags(stream));
     copy_wait(&t);
     copy_pool_leave();
+}
+
+} // namespace
+
+extern "C" void gpuaes_host_copy(void *dst, const void *src, size_t n, int stream)
+{
+    copy_now(dst, src, nullptr, n, stream);
 }
 
 extern "C" gpuaes_host_copy_task *gpuaes_host_copy_begin(void *dst, const void *src, const void *ks, size_t n,
@@ -49,12 +56,8 @@ extern "C" gpuaes_host_copy_task *gpuaes_host_copy_begin(void *dst, const void *
     using namespace gpuaes;
     void *mem = std::malloc(sizeof(gpuaes_host_copy_task));
     auto *h = mem != nullptr ? new (mem) gpuaes_host_copy_task : nullptr;
-    if (h == nullptr) { // no memory for a task: this one on the caller's stack, now
-        copy_pool_enter();
-        CopyTask t;
-        copy_start_xor(&t, dst, src, ks, n, copy_flags(stream));
-        copy_wait(&t);
-        copy_pool_leave();
+    if (h == nullptr) { // no memory for a task: the copy now
+        copy_now(dst, src, ks, n, stream);
         return nullptr;
     }
     // Not an owner until it ends: a caller with many copies begun (the

@@ -67,7 +67,7 @@ static struct {
     int starter_joinable;
     char path[PATH_MAX];               /* gpuaesd, or "" (connect only) */
     char dir[108];                     /* GPUAES_SERVICE_DIR, or "" (the default) */
-    char why[GPUAES_ERROR_SIZE];                     /* the last start's failure */
+    char why[GPUAES_ERROR_SIZE];       /* the last start's failure */
 } R = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, R_IDLE, 0, 100, (size_t)4 << 20, 3, 1, 0,
         BACKOFF_MIN_MS, 0, { { 0 } }, 0, 0, { 0 }, 0, 0, "", "", "" };
 
